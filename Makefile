@@ -1,0 +1,18 @@
+# One-command set-up: each target installs what it needs (uv included) from nothing.
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+export UV_COMPILE_BYTECODE ?= 1
+
+.PHONY: uv test lint bench
+
+uv:
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
+
+test: uv
+	$(UV) run --frozen pytest
+
+lint: uv
+	$(UV) run --frozen ruff check .
+
+bench: uv
+	$(UV) run --frozen python benchmarks/parse.py

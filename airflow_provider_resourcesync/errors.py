@@ -1,0 +1,84 @@
+"""The provider's errors: one hierarchy, rooted in :class:`ResourceSyncError`.
+
+Every layer raises these and nothing else, so a DAG author can catch one base class, and every
+message says which document, URL or rule is at fault.
+"""
+
+from __future__ import annotations
+
+
+class ResourceSyncError(Exception):
+    """Base class of every error this provider raises on purpose."""
+
+
+class InvalidValueError(ResourceSyncError, ValueError):
+    """A single value (datetime, hash, length, ...) is not in the form the spec defines."""
+
+
+class DocumentError(ResourceSyncError):
+    """A ResourceSync document cannot be read, or breaks a rule of the spec.
+
+    :param message: what is wrong.
+    :param url: the document's URL (or file name).
+    :param line: the line in the document, where known.
+    :param section: the spec section the rule comes from, where there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        line: int | None = None,
+        section: str | None = None,
+    ) -> None:
+        self.message = message
+        self.url = url
+        self.line = line
+        self.section = section
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = self.url or "<document>"
+        if self.line is not None:
+            where = f"{where}, line {self.line}"
+        text = f"{where}: {self.message}"
+        if self.section:
+            text = f"{text} (spec section {self.section})"
+        return text
+
+
+class UnsafeContentError(DocumentError):
+    """Content refused by a safety rule (DTDs, size caps, ZIP path tricks, ...)."""
+
+    def __init__(self, message: str, *, rule: str, url: str | None = None,
+                 line: int | None = None) -> None:
+        self.rule = rule
+        super().__init__(f"{message} [refused by rule: {rule}]", url=url, line=line)
+
+
+class FetchError(ResourceSyncError):
+    """A fetch failed after its retries."""
+
+    def __init__(self, message: str, *, url: str, status: int | None = None,
+                 tries: int = 1) -> None:
+        self.url = url
+        self.status = status
+        self.tries = tries
+        status_text = f"HTTP {status}" if status is not None else "no response"
+        super().__init__(f"{url}: {message} ({status_text}, after {tries} tries)")
+
+
+class ContentMismatchError(ResourceSyncError):
+    """Content does not match its description (hash or length)."""
+
+    def __init__(self, *, url: str, what: str, expected: str, actual: str) -> None:
+        self.url = url
+        self.what = what
+        self.expected = expected
+        self.actual = actual
+        super().__init__(f"{url}: {what} mismatch: expected {expected}, got {actual}")
+
+
+class DestinationError(ResourceSyncError):
+    """A destination refused a write, or cannot be used."""

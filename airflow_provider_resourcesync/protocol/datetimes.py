@@ -1,0 +1,99 @@
+"""W3C Datetime values (spec section 7): parsed into aware UTC datetimes, written as UTC.
+
+Every granularity of the W3C profile of ISO 8601 is read: ``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD``,
+``YYYY-MM-DDThh:mmTZD``, ``YYYY-MM-DDThh:mm:ssTZD`` and ``YYYY-MM-DDThh:mm:ss.sTZD``. A time zone
+designator ``+hh:mm`` means that many hours *ahead* of UTC, so it is subtracted to reach UTC.
+A date without a time denotes the start of that period in UTC.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+from airflow_provider_resourcesync.errors import InvalidValueError
+
+__all__ = ["format_datetime", "parse_datetime"]
+
+_W3C = re.compile(
+    r"(?P<year>[0-9]{4})"
+    r"(?:-(?P<month>[0-9]{2})"
+    r"(?:-(?P<day>[0-9]{2})"
+    r"(?:T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
+    r"(?::(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]+))?)?"
+    r"(?P<tzd>Z|[+-][0-9]{2}:[0-9]{2}))?)?)?"
+)
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse a W3C Datetime into an aware datetime in UTC.
+
+    :raises InvalidValueError: for anything that is not a W3C Datetime.
+    """
+    value = text.strip()
+    # Fast path for the recommended form YYYY-MM-DDThh:mm:ssZ (the vast majority of values).
+    if (
+        len(value) == 20
+        and value[19] == "Z"
+        and value[10] == "T"
+        and value[4] == "-"
+        and value[7] == "-"
+        and value[13] == ":"
+        and value[16] == ":"
+        and value.isascii()
+    ):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass  # fall through to the full parser, which names the problem
+    match = _W3C.fullmatch(value)
+    if match is None:
+        raise InvalidValueError(
+            f"{text!r} is not a W3C Datetime (expected YYYY, YYYY-MM, YYYY-MM-DD or "
+            "YYYY-MM-DDThh:mm[:ss[.s]] followed by Z or +hh:mm/-hh:mm)"
+        )
+    return _from_match(match, text)
+
+
+def _from_match(match: re.Match[str], text: str) -> datetime:
+    parts = match.groupdict()
+    fraction = parts["fraction"] or ""
+    try:
+        tz = _timezone(parts["tzd"])
+        local = datetime(
+            int(parts["year"]),
+            int(parts["month"] or 1),
+            int(parts["day"] or 1),
+            int(parts["hour"] or 0),
+            int(parts["minute"] or 0),
+            int(parts["second"] or 0),
+            int(fraction[:6].ljust(6, "0")) if fraction else 0,
+            tzinfo=tz,
+        ).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidValueError(f"{text!r} is not a valid W3C Datetime: {exc}") from None
+    return local
+
+
+def _timezone(tzd: str | None) -> timezone:
+    if tzd is None or tzd == "Z":
+        return UTC
+    hours, minutes = int(tzd[1:3]), int(tzd[4:6])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"time zone offset {tzd} out of range")
+    offset = timedelta(hours=hours, minutes=minutes)
+    return timezone(-offset if tzd[0] == "-" else offset)
+
+
+def format_datetime(value: datetime) -> str:
+    """Write a datetime as ``YYYY-MM-DDThh:mm:ss[.s]Z`` in UTC, the form the spec recommends.
+
+    :raises InvalidValueError: for a naive datetime, whose time zone would be a guess.
+    """
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidValueError(f"{value!r} has no time zone; ResourceSync datetimes need one")
+    utc = value.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += f".{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
