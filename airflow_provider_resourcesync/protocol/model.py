@@ -157,8 +157,8 @@ class Link:
 class Metadata:
     """An ``<rs:md>`` element (section 7), of the document itself or of one entry.
 
-    ``from_`` holds the ``from`` attribute (a Python keyword). ``capability`` and ``change`` keep the
-    value as written; :attr:`capability_value` and :attr:`change_value` interpret it.
+    ``from_`` holds the ``from`` attribute (a Python keyword). ``capability`` and ``change``
+    keep the value as written; :attr:`capability_value` and :attr:`change_value` interpret it.
     """
 
     capability: str | None = None
