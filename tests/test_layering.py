@@ -1,0 +1,85 @@
+"""DESIGN.md's one rule: imports point down, and nothing below the Airflow shell imports airflow.
+
+``protocol`` <- ``client``, ``storage`` <- ``sync``, ``publish`` <- the shell (hooks, operators,
+sensors, triggers). ``errors`` is a leaf every layer may use.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import airflow_provider_resourcesync
+
+PACKAGE = "airflow_provider_resourcesync"
+
+# Layer -> the package's own modules it may import; third-party packages it must not.
+ALLOWED = {
+    "protocol": {"protocol", "errors"},
+    "client": {"protocol", "client", "errors"},
+    "storage": {"protocol", "storage", "errors"},
+    "sync": {"protocol", "client", "storage", "sync", "errors"},
+    "publish": {"protocol", "client", "storage", "publish", "errors"},
+}
+FORBIDDEN = {
+    "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
+    "client": {"airflow", "boto3", "botocore", "smart_open"},
+    "storage": {"airflow", "httpx"},
+    "sync": {"airflow"},
+    "publish": {"airflow"},
+}
+
+
+def violations(package_dir: Path) -> list[str]:
+    """Every import in a layer that breaks the rule, as ``file:line: import``."""
+    found = []
+    for layer, allowed in ALLOWED.items():
+        for path in sorted((package_dir / layer).rglob("*.py")):
+            for line, module in _imports(path):
+                top, _, rest = module.partition(".")
+                own = rest.partition(".")[0] if top == PACKAGE else None
+                if (own is not None and own not in allowed) or top in FORBIDDEN[layer]:
+                    found.append(f"{path.relative_to(package_dir)}:{line}: {module}")
+    return found
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    modules = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolved against the file's own package
+                package = [PACKAGE, *_package_parts(path)]
+                base = package[: len(package) - node.level + 1]
+                modules.append((node.lineno, ".".join(filter(None, [*base, node.module]))))
+            else:
+                modules.append((node.lineno, node.module or ""))
+    return modules
+
+
+def _package_parts(path: Path) -> list[str]:
+    parts = path.parts
+    return list(parts[parts.index(PACKAGE) + 1 : -1])
+
+
+def test_the_package_keeps_the_layering_rule() -> None:
+    assert violations(Path(airflow_provider_resourcesync.__file__).parent) == []
+
+
+def test_the_check_catches_upward_and_airflow_imports(tmp_path: Path) -> None:
+    package = tmp_path / PACKAGE
+    (package / "protocol").mkdir(parents=True)
+    (package / "client").mkdir()
+    (package / "protocol" / "bad.py").write_text(
+        "import httpx\nfrom airflow_provider_resourcesync.client import x\n")
+    (package / "client" / "worse.py").write_text(
+        "from airflow.sdk import BaseHook\nfrom ..protocol import model\n"
+        "from ..sync import engine\n")
+    assert violations(package) == [
+        "protocol/bad.py:1: httpx",
+        "protocol/bad.py:2: airflow_provider_resourcesync.client",
+        "client/worse.py:1: airflow.sdk",
+        "client/worse.py:3: airflow_provider_resourcesync.sync",
+    ]
