@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -16,22 +13,13 @@ from airflow_provider_resourcesync.protocol.discovery import (
     resourcesync_links_from_html,
     sitemaps_from_robots,
 )
+from tests.protocol.conftest import EXAMPLES
 
-#: The standard's examples: ``shared/spec/examples`` beside the checkout, or this variable.
-EXAMPLES = Path(
-    os.environ.get(
-        "RESOURCESYNC_SPEC_EXAMPLES",
-        Path(__file__).resolve().parents[3] / "shared" / "spec" / "examples",
-    )
-)
 BASE = "http://example.com/dir/page.html"
 
 
 def example(name: str) -> str:
-    path = EXAMPLES / name
-    if not path.is_file():
-        pytest.skip(f"spec example {path} not found (set RESOURCESYNC_SPEC_EXAMPLES)")
-    return path.read_text(encoding="utf-8")
+    return (EXAMPLES / name).read_text(encoding="utf-8")
 
 
 def header_values(response: str, name: str) -> list[str]:
