@@ -1,4 +1,4 @@
-# One-command set-up: each target installs what it needs (uv included) from nothing.
+# Conveniences over uv; README's test command needs nothing but Python.
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
