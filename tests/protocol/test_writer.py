@@ -1,0 +1,578 @@
+"""The writer: deterministic output that reads back to the same model, and the split into parts."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import tracemalloc
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import IO
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
+from airflow_provider_resourcesync.protocol import writer as writer_module
+from airflow_provider_resourcesync.protocol.hashes import Hashes, HashValue
+from airflow_provider_resourcesync.protocol.model import (
+    Capability,
+    Document,
+    Entry,
+    Head,
+    Link,
+    Metadata,
+    Root,
+)
+from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.protocol.writer import (
+    DocumentWriter,
+    default_part_url,
+    document_bytes,
+    write_document,
+    write_split,
+)
+from tests.protocol.conftest import XML_EXAMPLES, urlset
+
+T0 = datetime(2013, 1, 3, 9, 0, tzinfo=UTC)
+UP = Link(rel="up", href="http://example.com/dataset1/capabilitylist.xml")
+RESOURCE_HEAD = Head(md=Metadata(capability="resourcelist", at=T0), links=(UP,))
+CHANGE_HEAD = Head(md=Metadata(capability="changelist", from_=T0), links=(UP,))
+URL = "http://example.com/dataset1/resourcelist.xml"
+
+
+def roundtrip(document: Document) -> Document:
+    return read_document(document_bytes(document))
+
+
+def resources(count: int) -> list[Entry]:
+    return [Entry(f"http://example.com/res{n}", md=Metadata(length=n, type="text/plain"))
+            for n in range(count)]
+
+
+def changes(count: int) -> list[Entry]:
+    return [Entry(f"http://example.com/res{n}",
+                  md=Metadata(change="updated", datetime=T0 + timedelta(hours=n + 1)))
+            for n in range(count)]
+
+
+class Outputs:
+    """``open_output`` over a real directory: each URL's last segment is a file there."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.opened: list[str] = []
+
+    def __call__(self, url: str) -> IO[bytes]:
+        self.opened.append(url)
+        return open(self.path(url), "wb")
+
+    def path(self, url: str) -> Path:
+        return self.directory / url.rsplit("/", 1)[1]
+
+    def read(self, url: str) -> Document:
+        return read_document(self.path(url))
+
+    def size(self, url: str) -> int:
+        return self.path(url).stat().st_size
+
+
+@pytest.fixture
+def outputs(tmp_path: Path) -> Outputs:
+    return Outputs(tmp_path)
+
+
+# -- the spec's examples -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", XML_EXAMPLES, ids=lambda p: p.stem)
+def test_every_example_round_trips(path: Path) -> None:
+    document = read_document(path)
+    written = document_bytes(document)
+    again = read_document(written)
+    assert again == document
+    assert document_bytes(document) == written  # deterministic
+    assert document_bytes(again) == written  # a fixpoint
+    assert findings(written) == findings(path)  # the validator sees the same document
+
+
+def findings(source: bytes | Path) -> list[tuple[str, str, str, str | None]]:
+    return [(f.severity, f.section, f.message, f.loc) for f in validate_source(source)]
+
+
+# -- layout ------------------------------------------------------------------------------------
+
+def test_fixed_layout_and_attribute_order() -> None:
+    md = Metadata(path="/p", encoding="gzip", type="text/html", length=5,
+                  hash=Hashes.of(md5="abc"), datetime=T0, change="created", until=T0,
+                  from_=T0, completed=T0, at=T0, capability="resourcelist",
+                  extra={"zeta": "1", "alpha": "2"})
+    link = Link(rel="duplicate", href="http://m/1", pri=2, modified=T0, hash=Hashes.of(md5="a"),
+                length=1, type="t", encoding="e", path="/x", extra={"b": "1", "a": "2"})
+    head = Head(md=Metadata(capability="resourcelist", at=T0), links=(UP,),
+                namespaces={"zz": "urn:zz", "aa": "urn:aa", "": "ignored", "rs": "ignored"})
+    entry = Entry("http://example.com/r", lastmod=T0, changefreq="daily", md=md, links=(link,))
+    t = "2013-01-03T09:00:00Z"
+    assert document_bytes(Document(head, [entry])).decode() == (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:rs="http://www.openarchives.org/rs/terms/" xmlns:aa="urn:aa" xmlns:zz="urn:zz">\n'
+        f'  <rs:md capability="resourcelist" at="{t}"/>\n'
+        '  <rs:ln rel="up" href="http://example.com/dataset1/capabilitylist.xml"/>\n'
+        f'  <url><loc>http://example.com/r</loc><lastmod>{t}</lastmod>'
+        '<changefreq>daily</changefreq>'
+        f'<rs:md capability="resourcelist" at="{t}" completed="{t}" from="{t}" until="{t}" '
+        f'change="created" datetime="{t}" hash="md5:abc" length="5" type="text/html" '
+        'encoding="gzip" path="/p" alpha="2" zeta="1"/>'
+        f'<rs:ln rel="duplicate" href="http://m/1" pri="2" modified="{t}" hash="md5:a" '
+        'length="1" type="t" encoding="e" path="/x" a="2" b="1"/></url>\n'
+        '</urlset>\n'
+    )
+
+
+def test_fractional_seconds_and_offsets_are_written_in_utc() -> None:
+    when = datetime(2013, 1, 3, 10, 0, 0, 250000, tzinfo=timezone(timedelta(hours=1)))
+    written = document_bytes(Document(RESOURCE_HEAD, [Entry("http://e/r", lastmod=when)]))
+    assert b"<lastmod>2013-01-03T09:00:00.25Z</lastmod>" in written
+    assert roundtrip(Document(RESOURCE_HEAD, [Entry("http://e/r", lastmod=when)])).entries[
+        0].lastmod == when
+
+
+def test_metadata_without_attributes_and_absent_metadata() -> None:
+    document = Document(Head(), [Entry("http://e/a", md=Metadata()), Entry("http://e/b")])
+    written = document_bytes(document)
+    assert written.count(b"<rs:md/>") == 1
+    assert b"<url><loc>http://e/b</loc></url>" in written
+    assert roundtrip(document) == document
+
+
+def test_sitemapindex_root_writes_sitemap_entries() -> None:
+    head = Head(root=Root.SITEMAPINDEX, md=Metadata(capability="resourcelist", at=T0))
+    document = Document(head, [Entry("http://e/part1.xml", md=Metadata(at=T0))])
+    written = document_bytes(document)
+    assert b"<sitemapindex " in written and b"<sitemap><loc>" in written
+    assert roundtrip(document) == document
+
+
+# -- what the model does not know survives -----------------------------------------------------
+
+EXTRAS = urlset(
+    head=('<rs:md capability="resourcelist" at="2013-01-03T09:00:00Z" ex:scope="all" '
+          'plain="yes"/>\n<ex:about xmlns:ex="urn:ex">the <ex:b>set</ex:b></ex:about>'),
+    body=('<url><loc>http://example.com/r1</loc><priority>0.8</priority>'
+          '<rs:md length="4" ex:note="n" xmlns:o="urn:other" o:flag="1" other="2" '
+          'xml:lang="en"/>'
+          '<rs:ln rel="duplicate" href="http://m/r1" o:mirror="eu"/>'
+          '<ex:rights>CC-BY &amp; more</ex:rights>'
+          '<dc:title xmlns:dc="http://purl.org/dc/elements/1.1/">T</dc:title></url>'),
+).replace(b"<urlset ", b'<urlset xmlns:ex="urn:ex" xmlns:o="urn:other" ')
+
+
+def test_unknown_attributes_and_foreign_elements_survive() -> None:
+    document = read_document(EXTRAS)
+    entry = document.entries[0]
+    assert entry.md is not None and entry.md.extra == {
+        "{urn:ex}note": "n", "{urn:other}flag": "1", "other": "2",
+        "{http://www.w3.org/XML/1998/namespace}lang": "en"}
+    assert [text.split(" ")[0] for text in entry.extra] == ["<priority", "<ex:rights",
+                                                            "<dc:title"]
+    written = document_bytes(document)
+    assert roundtrip(document) == document
+    assert document_bytes(read_document(written)) == written
+
+
+def test_undeclared_attribute_namespace_is_declared_on_its_element() -> None:
+    md = Metadata(length=1, extra={"{urn:a}x": "1", "{urn:b}y": "2", "{urn:a}z": "3"})
+    document = Document(Head(namespaces={"ns0": "urn:taken"}), [Entry("http://e/r", md=md)])
+    written = document_bytes(document)
+    assert (b'<rs:md xmlns:ns1="urn:a" xmlns:ns2="urn:b" length="1" ns1:x="1" ns1:z="3" '
+            b'ns2:y="2"/>') in written
+    assert roundtrip(document) == document
+
+
+def test_foreign_elements_built_in_code_are_normalized_once() -> None:
+    entry = Entry("http://e/r", extra=("<x:foo xmlns:x='urn:x' a='1'>t<!-- c --></x:foo>",))
+    document = Document(Head(extra=("<note xmlns='urn:n'/>",)), [entry])
+    written = document_bytes(document)
+    again = read_document(written)
+    assert document_bytes(again) == written
+    assert roundtrip(again) == again
+    assert again.entries[0].extra[0].startswith('<x:foo xmlns:x="urn:x"')
+
+
+@pytest.mark.parametrize("extra", [
+    "<broken>", "<a/><b/>", "text", "<a/>tail", "<loc>http://e/x</loc>",
+    "<rs:md xmlns:rs='http://www.openarchives.org/rs/terms/'/>",
+    "<x:w xmlns:x='urn:x'><url xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'/></x:w>",
+    "<a/></url><url><b/>", "<a>&undefined;</a>",
+])
+def test_foreign_elements_that_would_not_read_back_are_refused(extra: str) -> None:
+    with pytest.raises(InvalidValueError):
+        document_bytes(Document(Head(), [Entry("http://e/r", extra=(extra,))]))
+
+
+def test_head_foreign_element_cannot_pose_as_the_heads_metadata() -> None:
+    head = Head(extra=("<rs:ln xmlns:rs='http://www.openarchives.org/rs/terms/' rel='a' "
+                       "href='b'/>",))
+    with pytest.raises(InvalidValueError):
+        document_bytes(Document(head))
+
+
+# -- escaping and refusals ---------------------------------------------------------------------
+
+def test_xml_specials_round_trip() -> None:
+    nasty = 'a&b<c>d"e\'f]]>g'
+    md = Metadata(type=f" {nasty}\t\n\r ", path="/&amp;", extra={"note": nasty})
+    link = Link(rel=nasty, href=f"http://e/?a=1&b=\"2\"\n{nasty}", extra={"{urn:q}x": nasty})
+    entry = Entry(f"http://e/?q={nasty}&x=\r\ny", changefreq=nasty, md=md, links=(link,))
+    document = Document(Head(md=Metadata(capability=nasty)), [entry])
+    written = document_bytes(document)
+    assert roundtrip(document) == document
+    assert b"&lt;c&gt;d" in written and b"&quot;e'f" in written and b"&#13;" in written
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x01", "\x0b", "\x1f", "\ud800", "\ufffe"])
+def test_characters_xml_does_not_allow_are_refused(character: str) -> None:
+    value = f"http://e/{character}x"
+    for entry in (Entry(value), Entry("http://e/r", md=Metadata(type=value)),
+                  Entry("http://e/r", links=(Link(rel="a", href=value),)),
+                  Entry("http://e/r", md=Metadata(extra={"note": value}))):
+        with pytest.raises(InvalidValueError, match=r"XML 1\.0") as raised:
+            document_bytes(Document(Head(), [entry]))
+        assert repr(value) in str(raised.value)
+
+
+@pytest.mark.parametrize("entry", [
+    Entry(""),
+    Entry(" http://e/r"),
+    Entry("http://e/r\n"),
+    Entry("http://e/r", changefreq=" daily"),
+    Entry("http://e/r", lastmod=datetime(2013, 1, 1)),  # naive
+    Entry("http://e/r", md=Metadata(datetime=datetime(2013, 1, 1))),
+    Entry("http://e/r", md=Metadata(hash=Hashes((HashValue("MD5", "abc"),)))),
+    Entry("http://e/r", md=Metadata(hash=Hashes((HashValue("md5", "a b"),)))),
+    Entry("http://e/r", md=Metadata(length="12")),  # type: ignore[arg-type]
+    Entry("http://e/r", md=Metadata(extra={"length": "1"})),  # duplicate attribute
+    Entry("http://e/r", md=Metadata(extra={"xmlns": "urn:x"})),
+    Entry("http://e/r", md=Metadata(extra={"a b": "1"})),
+    Entry("http://e/r", md=Metadata(extra={"p:x": "1"})),
+    Entry("http://e/r", md=Metadata(extra={"{}x": "1"})),
+    Entry("http://e/r", links=(Link(rel="a", href=None),)),  # type: ignore[arg-type]
+])
+def test_values_that_would_not_read_back_are_refused(entry: Entry) -> None:
+    stream = io.BytesIO()
+    writer = DocumentWriter(stream, Head())
+    before = stream.getvalue()
+    with pytest.raises(InvalidValueError):
+        writer.write(entry)
+    assert stream.getvalue() == before and writer.entries == 0  # nothing of it was written
+
+
+def test_bad_namespace_prefix_is_refused() -> None:
+    with pytest.raises(InvalidValueError):
+        DocumentWriter(io.BytesIO(), Head(namespaces={"a b": "urn:x"}))
+
+
+# -- DocumentWriter ----------------------------------------------------------------------------
+
+def test_writer_streams_to_a_non_seekable_pipe_and_counts() -> None:
+    read_end, write_end = os.pipe()
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(os.fdopen(read_end, "rb").read()))
+    reader.start()
+    with open(write_end, "wb", buffering=0) as stream:
+        assert not stream.seekable()
+        with DocumentWriter(stream, RESOURCE_HEAD) as writer:
+            for entry in resources(3):
+                writer.write(entry)
+    reader.join()
+    assert writer.entries == 3
+    assert writer.bytes_written == len(received[0])
+    assert received[0] == document_bytes(Document(RESOURCE_HEAD, resources(3)))
+
+
+def test_failed_block_leaves_the_document_unterminated() -> None:
+    stream = io.BytesIO()
+    with pytest.raises(RuntimeError), DocumentWriter(stream, RESOURCE_HEAD) as writer:
+        writer.write(resources(1)[0])
+        raise RuntimeError("source went away")
+    assert not stream.getvalue().rstrip().endswith(b"</urlset>")
+    with pytest.raises(DocumentError):
+        read_document(stream.getvalue())
+
+
+def test_write_after_close_is_refused() -> None:
+    writer = DocumentWriter(io.BytesIO(), RESOURCE_HEAD)
+    writer.close()
+    writer.close()  # once only
+    with pytest.raises(DocumentError):
+        writer.write(resources(1)[0])
+
+
+def test_write_document_to_a_file(tmp_path: Path) -> None:
+    document = Document(RESOURCE_HEAD, resources(5))
+    with open(tmp_path / "rl.xml", "wb") as stream:
+        write_document(document, stream)
+    assert read_document(tmp_path / "rl.xml") == document
+
+
+def test_memory_does_not_grow_with_entries() -> None:
+    def entries(count: int) -> Iterator[Entry]:
+        for n in range(count):
+            yield Entry(f"http://example.com/res{n}", lastmod=T0,
+                        md=Metadata(hash=Hashes.of(md5=f"{n:032x}"), length=n))
+
+    peaks = []
+    for count in (1_000, 10_000):
+        with open(os.devnull, "wb") as sink:
+            tracemalloc.start()
+            with DocumentWriter(sink, RESOURCE_HEAD) as writer:
+                for entry in entries(count):
+                    writer.write(entry)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        assert writer.bytes_written > count * 100
+    assert peaks[1] < peaks[0] * 2 + 64 * 1024
+
+
+# -- split: parts and index --------------------------------------------------------------------
+
+def read_parts(outputs: Outputs, urls: list[str]) -> list[Document]:
+    return [outputs.read(url) for url in urls]
+
+
+def assert_clean(outputs: Outputs, urls: list[str]) -> None:
+    for url in urls:
+        findings = validate_source(outputs.path(url), url=url)
+        assert not has_errors(findings), [str(f) for f in findings]
+
+
+def test_split_by_entries_writes_parts_and_an_index(outputs: Outputs) -> None:
+    entries = resources(10)
+    urls = write_split(RESOURCE_HEAD, iter(entries), url=URL, open_output=outputs, max_entries=3)
+    parts = [f"http://example.com/dataset1/resourcelist-{n:05d}.xml" for n in range(1, 5)]
+    assert urls == [*parts, URL] == outputs.opened
+    index = outputs.read(URL)
+    assert index.head.root is Root.SITEMAPINDEX
+    assert index.head.capability is Capability.RESOURCE_LIST
+    assert index.head.md == Metadata(capability="resourcelist", at=T0)
+    assert index.head.up == UP.href
+    assert [e.loc for e in index] == parts
+    assert all(e.md == Metadata(at=T0) for e in index)
+    documents = read_parts(outputs, parts)
+    for document in documents:
+        assert document.head.md == RESOURCE_HEAD.md
+        assert document.head.up == UP.href and document.head.index == URL
+    assert [len(d) for d in documents] == [3, 3, 3, 1]
+    assert [e for d in documents for e in d] == entries
+    assert_clean(outputs, urls)
+
+
+def test_split_change_list_intervals(outputs: Outputs) -> None:
+    entries = changes(7)
+    urls = write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=3)
+    index = outputs.read(URL)
+    assert index.head.md == Metadata(capability="changelist", from_=T0)
+    hour = [T0 + timedelta(hours=n) for n in range(8)]
+    intervals = [(hour[0], hour[4]), (hour[4], hour[7]), (hour[7], None)]  # the last is open
+    assert [(e.md.from_, e.md.until) for e in index if e.md] == intervals
+    documents = read_parts(outputs, urls[:-1])
+    assert [(d.head.md.from_, d.head.md.until) for d in documents if d.head.md] == intervals
+    assert [e for d in documents for e in d] == entries
+    assert_clean(outputs, urls)
+
+
+def test_split_closed_change_list_closes_its_last_part(outputs: Outputs) -> None:
+    until = T0 + timedelta(days=1)
+    head = Head(md=Metadata(capability="changelist", from_=T0, until=until), links=(UP,))
+    entries = changes(4)
+    entries.insert(2, Entry("http://example.com/undated", md=Metadata(change="deleted")))
+    urls = write_split(head, entries, url=URL, open_output=outputs, max_entries=2)
+    index = outputs.read(URL)
+    assert index.head.md == head.md
+    hour = [T0 + timedelta(hours=n) for n in range(5)]
+    # The undated entry opens part 2, which starts at the last change time before it.
+    assert [(e.md.from_, e.md.until) for e in index if e.md] == [
+        (hour[0], hour[2]), (hour[2], hour[4]), (hour[4], until)]
+    assert [e for d in read_parts(outputs, urls[:-1]) for e in d] == entries
+    assert_clean(outputs, urls)
+
+
+def test_split_by_size_keeps_every_document_within_max_bytes(
+        outputs: Outputs, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(writer_module, "_SPOOL_MEMORY", 256)  # parts spill to disk
+    entries = resources(40)
+    max_bytes = 2_000
+    urls = write_split(RESOURCE_HEAD, entries, url=URL, open_output=outputs,
+                       max_bytes=max_bytes)
+    assert len(urls) > 3
+    assert all(outputs.size(url) <= max_bytes for url in urls)
+    assert [e for d in read_parts(outputs, urls[:-1]) for e in d] == entries
+    assert [e.loc for e in outputs.read(URL)] == urls[:-1]
+
+
+def test_everything_fits_one_document_unchanged(outputs: Outputs) -> None:
+    entries = resources(3)
+    assert write_split(RESOURCE_HEAD, entries, url=URL, open_output=outputs,
+                       max_entries=3) == [URL]
+    assert outputs.path(URL).read_bytes() == document_bytes(Document(RESOURCE_HEAD, entries))
+    assert write_split(RESOURCE_HEAD, [], url=URL, open_output=outputs) == [URL]
+    assert outputs.read(URL) == Document(RESOURCE_HEAD, [])
+
+
+def test_one_more_than_max_entries_splits(outputs: Outputs) -> None:
+    urls = write_split(RESOURCE_HEAD, resources(4), url=URL, open_output=outputs, max_entries=3)
+    assert len(urls) == 3 and [len(d) for d in read_parts(outputs, urls[:-1])] == [3, 1]
+
+
+def test_byte_limit_is_exact(outputs: Outputs) -> None:
+    entries = resources(20)
+    size = len(document_bytes(Document(RESOURCE_HEAD, entries)))
+    assert write_split(RESOURCE_HEAD, entries, url=URL, open_output=outputs,
+                       max_bytes=size) == [URL]
+    assert outputs.size(URL) == size
+    urls = write_split(RESOURCE_HEAD, entries, url=URL, open_output=outputs, max_bytes=size - 1)
+    assert len(urls) == 3
+    assert all(outputs.size(url) <= size - 1 for url in urls)
+    assert [e for d in read_parts(outputs, urls[:-1]) for e in d] == entries
+
+
+def test_custom_part_urls(outputs: Outputs) -> None:
+    urls = write_split(RESOURCE_HEAD, resources(3), url=URL, open_output=outputs, max_entries=2,
+                       part_url=lambda n: f"http://example.com/dataset1/rl{n}.xml")
+    assert urls == ["http://example.com/dataset1/rl1.xml", "http://example.com/dataset1/rl2.xml",
+                    URL]
+
+
+@pytest.mark.parametrize(("url", "part"), [
+    ("http://e/d/resourcelist.xml", "http://e/d/resourcelist-00007.xml"),
+    ("http://e/d/changelist.xml.gz", "http://e/d/changelist-00007.xml.gz"),
+    ("http://e/d/list", "http://e/d/list-00007"),
+    ("http://e/d/list.xml?v=1", "http://e/d/list-00007.xml?v=1"),
+    ("out/rl.v2.xml", "out/rl.v2-00007.xml"),
+    ("rl.xml", "rl-00007.xml"),
+])
+def test_default_part_url(url: str, part: str) -> None:
+    assert default_part_url(url, 7) == part
+
+
+def test_default_part_url_needs_a_file_name() -> None:
+    with pytest.raises(InvalidValueError):
+        default_part_url("http://e/d/", 1)
+
+
+def test_split_refusals(outputs: Outputs) -> None:
+    big = Entry("http://e/" + "x" * 3_000)
+    with pytest.raises(DocumentError, match="does not fit"):
+        write_split(RESOURCE_HEAD, [big], url=URL, open_output=outputs, max_bytes=2_000)
+    in_index = Head(md=RESOURCE_HEAD.md, links=(UP, Link(rel="index", href="http://e/i.xml")))
+    with pytest.raises(DocumentError, match="do not nest"):
+        write_split(in_index, resources(3), url=URL, open_output=outputs, max_entries=2)
+    index = Head(root=Root.SITEMAPINDEX, md=RESOURCE_HEAD.md)
+    with pytest.raises(DocumentError, match="do not nest"):
+        write_split(index, resources(3), url=URL, open_output=outputs, max_entries=2)
+    with pytest.raises(DocumentError, match="index would list"):
+        write_split(RESOURCE_HEAD, resources(40), url=URL, open_output=outputs, max_bytes=700)
+    with pytest.raises(InvalidValueError, match="used twice"):
+        write_split(RESOURCE_HEAD, resources(3), url=URL, open_output=outputs, max_entries=2,
+                    part_url=lambda n: URL)
+    assert URL not in outputs.opened  # no index was written by any of them
+    with pytest.raises(DocumentError, match="head alone"):
+        write_split(RESOURCE_HEAD, [], url=URL, open_output=outputs, max_bytes=100)
+
+
+# -- property: random documents round-trip -----------------------------------------------------
+
+TIMEZONES = st.sampled_from([UTC, timezone(timedelta(hours=5, minutes=30)),
+                             timezone(-timedelta(hours=8))])
+DATETIMES = st.datetimes(min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30),
+                         timezones=TIMEZONES)
+CHARACTERS = st.one_of(
+    st.characters(exclude_categories=("Cs", "Cc", "Cn")),
+    st.sampled_from("&<>\"' \t\n\r]"),
+)
+VALUES = st.text(CHARACTERS, max_size=16)
+LOCS = st.text(CHARACTERS, min_size=1, max_size=40).map(str.strip).filter(bool)
+HASHES = st.lists(
+    st.builds(HashValue, st.sampled_from(["md5", "sha-1", "sha-256"]),
+              st.text("0123456789abcdef", min_size=1, max_size=64)),
+    max_size=3,
+).map(lambda values: Hashes(tuple(values)))
+EXTRA_NAMES = st.sampled_from(["note", "x-y.z", "{urn:ex}note", "{urn:other}a",
+                               "{http://www.w3.org/XML/1998/namespace}lang"])
+EXTRA = st.dictionaries(EXTRA_NAMES, VALUES, max_size=3)
+
+
+def optional(strategy: st.SearchStrategy) -> st.SearchStrategy:
+    return st.none() | strategy
+
+
+@st.composite
+def metadata(draw: st.DrawFn, capability: st.SearchStrategy | None = None) -> Metadata:
+    return Metadata(
+        capability=draw(optional(VALUES) if capability is None else capability),
+        at=draw(optional(DATETIMES)),
+        completed=draw(optional(DATETIMES)),
+        from_=draw(optional(DATETIMES)),
+        until=draw(optional(DATETIMES)),
+        change=draw(optional(st.sampled_from(["created", "updated", "deleted"]) | VALUES)),
+        datetime=draw(optional(DATETIMES)),
+        hash=draw(optional(HASHES)),
+        length=draw(optional(st.integers(0, 2**63))),
+        type=draw(optional(VALUES)),
+        encoding=draw(optional(VALUES)),
+        path=draw(optional(VALUES)),
+        extra=draw(EXTRA),
+    )
+
+
+@st.composite
+def links(draw: st.DrawFn) -> Link:
+    return Link(
+        rel=draw(st.sampled_from(["duplicate", "alternate", "up"]) | VALUES),
+        href=draw(VALUES),
+        pri=draw(optional(st.integers(1, 999_999))),
+        modified=draw(optional(DATETIMES)),
+        hash=draw(optional(HASHES)),
+        length=draw(optional(st.integers(0, 2**40))),
+        type=draw(optional(VALUES)),
+        encoding=draw(optional(VALUES)),
+        path=draw(optional(VALUES)),
+        extra=draw(EXTRA),
+    )
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> Entry:
+    return Entry(
+        loc=draw(LOCS),
+        lastmod=draw(optional(DATETIMES)),
+        changefreq=draw(optional(st.sampled_from(["daily", "never"]) | VALUES.map(str.strip))),
+        md=draw(optional(metadata())),
+        links=tuple(draw(st.lists(links(), max_size=3))),
+    )
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> Document:
+    capability = st.sampled_from([c.value for c in Capability])
+    head = Head(
+        root=draw(st.sampled_from(Root)),
+        md=draw(optional(metadata(capability))),
+        links=tuple(draw(st.lists(links(), max_size=2))),
+        namespaces=draw(st.sampled_from([{}, {"ex": "urn:ex"}])),
+    )
+    return Document(head, draw(st.lists(entries(), max_size=5)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents())
+def test_random_documents_round_trip(document: Document) -> None:
+    written = document_bytes(document)
+    again = read_document(written)
+    assert again == document
+    assert document_bytes(again) == written
+
