@@ -93,7 +93,7 @@ def format_datetime(value: datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidValueError(f"{value!r} has no time zone; ResourceSync datetimes need one")
     utc = value.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S")  # %Y drops zeros before 1000
     if utc.microsecond:
         text += f".{utc.microsecond:06d}".rstrip("0")
     return text + "Z"

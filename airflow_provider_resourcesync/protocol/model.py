@@ -223,7 +223,8 @@ class Entry:
 class Head:
     """What a document says about itself: its root, ``rs:md`` and ``rs:ln`` (section 7).
 
-    ``extra`` keeps root-level child elements we do not model, serialized. ``namespaces`` maps
+    ``extra`` keeps root-level child elements we do not model, serialized; a streaming reader
+    appends those that follow the entries as it reaches them. ``namespaces`` maps
     prefixes declared on the root to namespace URIs, so a writer can declare them again.
     """
 

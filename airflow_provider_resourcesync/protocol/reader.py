@@ -226,12 +226,12 @@ class DocumentReader:
                 if self._root is None:
                     raise DocumentError("empty document", url=self.url)
                 break
+            if element.getparent() is not self._root:
+                continue
             tag = element.tag
             if tag == self._entry_tag:
                 self._pending = self._entry(element)
                 break
-            if element.getparent() is not self._root:
-                continue
             if tag == _MD:
                 if md is not None:
                     raise self._error(element, "more than one <rs:md> for the document", "7")
@@ -265,12 +265,16 @@ class DocumentReader:
         root = self._root
         next_element = self._next_element
         while (element := next_element()) is not None:
+            if element.getparent() is not root:
+                continue  # a child of an entry, or the root itself at the end
             tag = element.tag
             if tag == entry_tag:
                 yield self._entry(element)
-            elif tag in (_MD, _LN) and element.getparent() is root:
+            elif tag in (_MD, _LN):
                 raise self._error(
                     element, f"<rs:{_local(tag)}> of the document after its entries", "7")
+            else:  # a foreign element among or after the entries: kept with the head's
+                self.head.extra += (_serialize(element),)
         self.close()
 
     def _entry(self, element: Any) -> Entry:

@@ -72,6 +72,10 @@ def test_format_writes_utc_with_fraction_only_when_present() -> None:
     assert format_datetime(datetime(2013, 1, 3, 9, tzinfo=plus_two)) == "2013-01-03T07:00:00Z"
 
 
+def test_format_pads_years_before_1000() -> None:
+    assert format_datetime(datetime(999, 5, 1, tzinfo=UTC)) == "0999-05-01T00:00:00Z"
+
+
 def test_format_refuses_naive_datetimes() -> None:
     with pytest.raises(InvalidValueError, match="no time zone"):
         format_datetime(datetime(2013, 1, 3, 9))
@@ -79,7 +83,7 @@ def test_format_refuses_naive_datetimes() -> None:
 
 offsets = st.integers(min_value=-(23 * 60 + 59), max_value=23 * 60 + 59)
 instants = st.datetimes(
-    min_value=datetime(1000, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC))
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC))
 
 
 @given(instants)

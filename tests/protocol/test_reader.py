@@ -114,6 +114,16 @@ def test_unknown_attributes_and_foreign_elements_are_kept() -> None:
     assert "priority" in entry.extra[0] and "urn:x" in entry.extra[1]
 
 
+def test_only_children_of_the_root_are_entries() -> None:
+    document = read_document(urlset(
+        '<url><loc>http://e.com/a</loc><x:wrap xmlns:x="urn:x"><url><loc>inner</loc></url>'
+        '</x:wrap></url><x:between xmlns:x="urn:x"/><url><loc>http://e.com/b</loc></url>'
+        '<x:after xmlns:x="urn:x"/>'))
+    assert [entry.loc for entry in document] == ["http://e.com/a", "http://e.com/b"]
+    assert "<loc>inner</loc>" in document.entries[0].extra[0]
+    assert [extra.split()[0] for extra in document.head.extra] == ["<x:between", "<x:after"]
+
+
 def test_gzip_documents_are_read_transparently() -> None:
     data = (EXAMPLES / "ex14.xml").read_bytes()
     assert read_document(gzip.compress(data)) == read_document(data)
