@@ -96,7 +96,7 @@ def test_offsets_denote_the_same_instant(value: datetime, minutes: int) -> None:
     zone = timezone(timedelta(minutes=minutes))
     local = value.astimezone(zone)
     sign = "-" if minutes < 0 else "+"
-    text = local.strftime("%Y-%m-%dT%H:%M:%S") + f".{local.microsecond:06d}"
+    text = f"{local.year:04d}-" + local.strftime("%m-%dT%H:%M:%S") + f".{local.microsecond:06d}"
     text += f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
     assert parse_datetime(text) == value
 
