@@ -20,11 +20,11 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import partial
-from types import TracebackType
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
 from airflow_provider_resourcesync.errors import DocumentError, UnsafeContentError
+from airflow_provider_resourcesync.protocol.closing import ClosedOnExit, FinishedOnSuccess
 from airflow_provider_resourcesync.protocol.hashes import Digester
 from airflow_provider_resourcesync.protocol.model import (
     Change,
@@ -127,7 +127,7 @@ def open_package(
         raise
 
 
-class DumpPackage:
+class DumpPackage(ClosedOnExit):
     """An opened, checked dump package: its :attr:`manifest` and its bitstreams.
 
     Made by :func:`open_package`. Bitstreams are read straight from the ZIP, never extracted;
@@ -239,17 +239,6 @@ class DumpPackage:
     def close(self) -> None:
         """Close the ZIP (and the file, if :func:`open_package` opened it from a path)."""
         self._zip.close()
-
-    def __enter__(self) -> DumpPackage:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _checked_files(archive: zipfile.ZipFile, limits: PackageLimits, url: str
@@ -363,7 +352,7 @@ class _MemberStream(io.RawIOBase):
 # -- writing ---------------------------------------------------------------------------------------
 
 
-class PackageWriter:
+class PackageWriter(FinishedOnSuccess):
     """Writes a dump package to ``stream``: bitstreams as they come, ``manifest.xml`` last.
 
     The kind of package follows ``head.md.capability``: ``resourcedump-manifest`` (11.2) or
@@ -448,18 +437,6 @@ class PackageWriter:
         manifest = document_bytes(Document(self.head, self._entries))
         self._zip.writestr(_zip_info(MANIFEST_NAME), manifest)
         self._zip.close()
-
-    def __enter__(self) -> PackageWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -14,7 +14,6 @@ import gzip
 import io
 import os
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import IO, Any
 
 from lxml import etree
@@ -24,6 +23,7 @@ from airflow_provider_resourcesync.errors import (
     InvalidValueError,
     UnsafeContentError,
 )
+from airflow_provider_resourcesync.protocol.closing import ClosedOnExit
 from airflow_provider_resourcesync.protocol.datetimes import parse_datetime
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import (
@@ -98,7 +98,7 @@ _LN_FIELDS: dict[str, tuple[str, _Converter]] = {
 }
 
 
-class DocumentReader:
+class DocumentReader(ClosedOnExit):
     """Reads one ResourceSync document: :attr:`head` at once, then entries by iteration.
 
     :param source: the document as bytes, a file path, or a binary file object (not closed here
@@ -161,17 +161,6 @@ class DocumentReader:
         if self._owned is not None:
             self._owned.close()
             self._owned = None
-
-    def __enter__(self) -> DocumentReader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # -- events --------------------------------------------------------------------------------
 

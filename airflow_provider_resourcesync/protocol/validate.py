@@ -442,6 +442,26 @@ def _change_required(head: Head) -> EntryCheck | None:
     return check
 
 
+def _forward_order(make: Callable[[str, str, Entry], Finding], section: str, noun: str,
+                   time_of: Callable[[Entry], datetime | None]) -> EntryCheck:
+    """An entry check that each timed entry is not earlier than the previous timed one."""
+    previous: datetime | None = None
+
+    def check(entry: Entry) -> Iterable[Finding]:
+        nonlocal previous
+        when = time_of(entry)
+        if when is None:
+            return ()
+        last, previous = previous, when
+        if last is None or when >= last:
+            return ()
+        return (make(section, f"entries are not in forward chronological order: "
+                              f"{_time(when)} is earlier than the previous {noun}'s "
+                              f"{_time(last)}", entry),)
+
+    return check
+
+
 def _change_order(head: Head) -> EntryCheck | None:
     """Sections 12.1, 13.2: changes are in forward chronological order.
 
@@ -451,26 +471,17 @@ def _change_order(head: Head) -> EntryCheck | None:
     kind = head.kind
     if kind not in _CHANGE_DOCUMENTS:
         return None
-    previous: datetime | None = None
     seen_datetime = False
 
-    def check(entry: Entry) -> Iterable[Finding]:
-        nonlocal previous, seen_datetime
+    def change_time(entry: Entry) -> datetime | None:
+        nonlocal seen_datetime
         when = entry.md.datetime if entry.md is not None else None
         if when is not None:
             seen_datetime = True
-        elif not seen_datetime:
-            when = entry.lastmod
-        if when is None:
-            return ()
-        last, previous = previous, when
-        if last is None or when >= last:
-            return ()
-        return (_error(kind.section, f"entries are not in forward chronological order: "
-                                     f"{_time(when)} is earlier than the previous change's "
-                                     f"{_time(last)}", entry),)
+            return when
+        return None if seen_datetime else entry.lastmod
 
-    return check
+    return _forward_order(_error, kind.section, "change", change_time)
 
 
 def _datetime_window(head: Head) -> EntryCheck | None:
@@ -509,23 +520,14 @@ def _interval_order(head: Head) -> EntryCheck | None:
     if kind not in _CHILD_FROM:
         return None
     make = _error if kind in _CHANGE_INDEXES else _warning
-    previous: datetime | None = None
 
-    def check(entry: Entry) -> Iterable[Finding]:
-        nonlocal previous
+    def start_time(entry: Entry) -> datetime | None:
         when = entry.md.from_ if entry.md is not None else None
         if when is None and kind is DocumentKind.CHANGE_DUMP:
-            when = entry.lastmod
-        if when is None:
-            return ()
-        last, previous = previous, when
-        if last is None or when >= last:
-            return ()
-        return (make(kind.section, f"entries are not in forward chronological order: "
-                                   f"{_time(when)} is earlier than the previous entry's "
-                                   f"{_time(last)}", entry),)
+            return entry.lastmod
+        return when
 
-    return check
+    return _forward_order(make, kind.section, "entry", start_time)
 
 
 def _open_children(head: Head) -> EntryCheck | None:

@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import IO, Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from lxml import etree
 
 from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
+from airflow_provider_resourcesync.protocol.closing import FinishedOnSuccess
 from airflow_provider_resourcesync.protocol.datetimes import format_datetime
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import (
@@ -294,7 +294,7 @@ class _Serializer:
         return etree.tostring(element, encoding="unicode", with_tail=False)
 
 
-class DocumentWriter:
+class DocumentWriter(FinishedOnSuccess):
     """Streams one document (section 7) to a binary stream, which need not be seekable.
 
     The head is written at once, each entry as :meth:`write` is called, and the closing tag by
@@ -332,18 +332,6 @@ class DocumentWriter:
     def _emit(self, data: bytes) -> None:
         self._stream.write(data)
         self.bytes_written += len(data)
-
-    def __enter__(self) -> DocumentWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
 
 
 def write_document(document: Document, stream: IO[bytes]) -> None:
