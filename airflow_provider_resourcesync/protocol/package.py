@@ -358,14 +358,12 @@ class PackageWriter(FinishedOnSuccess):
     The kind of package follows ``head.md.capability``: ``resourcedump-manifest`` (11.2) or
     ``changedump-manifest`` (13.2). The stream need not be seekable (members then carry data
     descriptors), and is not closed. Members get a fixed timestamp, so the same input gives the
-    same bytes.
+    same bytes. Bitstreams are stored as they are (many are compressed already, and a stored
+    member can never look like a compression bomb to a reader); the manifest is deflated.
 
     Entries are listed in the manifest in the order they were added: for a Change Dump that must
     be forward chronological order (13.2), which is the caller's to keep. If an ``add`` raises,
     the package is incomplete: discard the stream.
-
-    Readers refuse a member above :attr:`PackageLimits.ratio_min_size` that deflates better than
-    :attr:`PackageLimits.max_ratio` (a bomb's tell); real content does not, runs of zeros do.
     """
 
     def __init__(self, stream: IO[bytes], head: Head) -> None:
@@ -404,7 +402,7 @@ class PackageWriter(FinishedOnSuccess):
                 f"{md.change!r} (add deletes with add_deleted)", section="13.2",
             )
         path = self._claim(_path_for(self._prefix, entry.loc))
-        info = _zip_info(path[1:])
+        info = _zip_info(path[1:], zipfile.ZIP_STORED)
         info.file_size = md.length or 0  # a hint: ZIP64 is used where it may be needed
         digester = Digester(("md5", "sha-256"))
         with self._zip.open(info, "w", force_zip64=md.length is None) as member:
@@ -435,7 +433,7 @@ class PackageWriter(FinishedOnSuccess):
             return
         self._closed = True
         manifest = document_bytes(Document(self.head, self._entries))
-        self._zip.writestr(_zip_info(MANIFEST_NAME), manifest)
+        self._zip.writestr(_zip_info(MANIFEST_NAME, zipfile.ZIP_DEFLATED), manifest)
         self._zip.close()
 
     def _check_open(self) -> None:
@@ -470,9 +468,9 @@ def _segment(text: str) -> str:
     return safe if safe.strip(".") else safe.replace(".", "_") or "_"
 
 
-def _zip_info(name: str) -> zipfile.ZipInfo:
+def _zip_info(name: str, compress_type: int) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = compress_type
     info.create_system = _UNIX
     info.external_attr = (stat.S_IFREG | 0o644) << 16
     return info

@@ -200,9 +200,21 @@ def test_written_packages_are_reproducible() -> None:
         return buffer.getvalue()
 
     assert write() == write()
-    info = zipfile.ZipFile(io.BytesIO(write())).infolist()[0]
-    assert info.date_time == (1980, 1, 1, 0, 0, 0)
-    assert info.compress_type == zipfile.ZIP_DEFLATED
+    bitstream, manifest_member = zipfile.ZipFile(io.BytesIO(write())).infolist()
+    assert bitstream.date_time == manifest_member.date_time == (1980, 1, 1, 0, 0, 0)
+    assert bitstream.compress_type == zipfile.ZIP_STORED
+    assert manifest_member.filename == "manifest.xml"
+    assert manifest_member.compress_type == zipfile.ZIP_DEFLATED
+
+
+def test_what_we_write_our_reader_accepts_even_highly_compressible_content() -> None:
+    zeros = bytes(4 * 1024 * 1024)  # deflated, this would exceed the default ratio cap
+    buffer = io.BytesIO()
+    with PackageWriter(buffer, RESOURCE_HEAD) as writer:
+        writer.add(entry("http://example.com/zeros"), zeros)
+    with open_package(io.BytesIO(buffer.getvalue())) as package:
+        [(recorded, _)] = package.entries()
+        assert b"".join(package.read_verified(recorded)) == zeros
 
 
 @pytest.mark.parametrize(("locs", "paths"), [
