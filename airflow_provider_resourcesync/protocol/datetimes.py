@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
-from airflow_provider_resourcesync.errors import InvalidValueError
+from ..errors import InvalidValueError
 
 __all__ = ["format_datetime", "parse_datetime"]
 

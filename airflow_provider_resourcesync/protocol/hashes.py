@@ -11,7 +11,7 @@ import string
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from airflow_provider_resourcesync.errors import ContentMismatchError
+from ..errors import ContentMismatchError
 
 __all__ = ["HASH_ALGORITHMS", "Digester", "HashValue", "Hashes"]
 

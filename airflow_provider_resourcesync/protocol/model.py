@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum, StrEnum
 
-from airflow_provider_resourcesync.protocol.hashes import Hashes
+from .hashes import Hashes
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 RS_NS = "http://www.openarchives.org/rs/terms/"

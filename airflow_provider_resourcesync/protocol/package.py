@@ -23,10 +23,10 @@ from functools import partial
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
-from airflow_provider_resourcesync.errors import DocumentError, UnsafeContentError
-from airflow_provider_resourcesync.protocol.closing import ClosedOnExit, FinishedOnSuccess
-from airflow_provider_resourcesync.protocol.hashes import Digester
-from airflow_provider_resourcesync.protocol.model import (
+from ..errors import DocumentError, UnsafeContentError
+from .closing import ClosedOnExit, FinishedOnSuccess
+from .hashes import Digester
+from .model import (
     Change,
     Document,
     DocumentKind,
@@ -34,8 +34,8 @@ from airflow_provider_resourcesync.protocol.model import (
     Head,
     Metadata,
 )
-from airflow_provider_resourcesync.protocol.reader import read_document
-from airflow_provider_resourcesync.protocol.writer import document_bytes
+from .reader import read_document
+from .writer import document_bytes
 
 __all__ = [
     "DEFAULT_LIMITS",

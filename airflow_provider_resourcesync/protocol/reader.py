@@ -18,15 +18,15 @@ from typing import IO, Any
 
 from lxml import etree
 
-from airflow_provider_resourcesync.errors import (
+from ..errors import (
     DocumentError,
     InvalidValueError,
     UnsafeContentError,
 )
-from airflow_provider_resourcesync.protocol.closing import ClosedOnExit
-from airflow_provider_resourcesync.protocol.datetimes import parse_datetime
-from airflow_provider_resourcesync.protocol.hashes import Hashes
-from airflow_provider_resourcesync.protocol.model import (
+from .closing import ClosedOnExit
+from .datetimes import parse_datetime
+from .hashes import Hashes
+from .model import (
     RS_NS,
     SITEMAP_NS,
     Document,

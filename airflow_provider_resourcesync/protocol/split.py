@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import IO, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
-from airflow_provider_resourcesync.protocol.model import (
+from ..errors import DocumentError, InvalidValueError
+from .model import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRIES,
     Entry,
@@ -23,7 +23,7 @@ from airflow_provider_resourcesync.protocol.model import (
     Metadata,
     Root,
 )
-from airflow_provider_resourcesync.protocol.writer import Serializer
+from .writer import Serializer
 
 __all__ = ["default_part_url", "write_split"]
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from airflow_provider_resourcesync.protocol.datetimes import format_datetime
-from airflow_provider_resourcesync.protocol.hashes import Hashes
-from airflow_provider_resourcesync.protocol.model import (
+from .datetimes import format_datetime
+from .hashes import Hashes
+from .model import (
     DEFAULT_PRI,
     MAX_ENTRIES,
     Capability,
@@ -34,7 +34,7 @@ from airflow_provider_resourcesync.protocol.model import (
     Metadata,
     Root,
 )
-from airflow_provider_resourcesync.protocol.reader import DocumentReader, Source
+from .reader import DocumentReader, Source
 
 __all__ = [
     "Finding",

@@ -24,11 +24,11 @@ from typing import IO, Any
 
 from lxml import etree
 
-from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
-from airflow_provider_resourcesync.protocol.closing import FinishedOnSuccess
-from airflow_provider_resourcesync.protocol.datetimes import format_datetime
-from airflow_provider_resourcesync.protocol.hashes import Hashes
-from airflow_provider_resourcesync.protocol.model import (
+from ..errors import DocumentError, InvalidValueError
+from .closing import FinishedOnSuccess
+from .datetimes import format_datetime
+from .hashes import Hashes
+from .model import (
     RS_NS,
     SITEMAP_NS,
     Document,
