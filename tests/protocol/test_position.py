@@ -1,0 +1,125 @@
+"""Change positions: which changes come after a checkpoint (spec 12.1, 12.2)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from airflow_provider_resourcesync.protocol.model import Entry, Metadata
+from airflow_provider_resourcesync.protocol.position import (
+    ChangeListRef,
+    ChangePosition,
+    changes_after,
+    lists_to_read,
+)
+from airflow_provider_resourcesync.protocol.reader import read_document
+from tests.protocol.conftest import EXAMPLES
+
+T0 = datetime(2013, 1, 3, tzinfo=UTC)
+LIST = ChangeListRef("http://e.com/changelist.xml", from_=T0)
+
+
+def change(name: str, minutes: int | None, *, lastmod: bool = False) -> Entry:
+    when = None if minutes is None else T0 + timedelta(minutes=minutes)
+    if lastmod:
+        return Entry(f"http://e.com/{name}", lastmod=when, md=Metadata(change="updated"))
+    return Entry(f"http://e.com/{name}", md=Metadata(change="updated", datetime=when))
+
+
+def consume(ref: ChangeListRef, entries: list[Entry], position: ChangePosition,
+            limit: int | None = None) -> tuple[list[str], ChangePosition]:
+    """Consume up to ``limit`` changes after ``position``; their names and the new position."""
+    names = []
+    for index, entry in changes_after(ref, entries, position):
+        if limit is not None and len(names) == limit:
+            break
+        names.append(entry.loc.rsplit("/", 1)[1])
+        position = position.advance(ref, index, entry)
+    return names, position
+
+
+def test_a_baseline_position_includes_changes_at_its_own_time() -> None:
+    entries = [change("a", 0), change("b", 10), change("c", 20)]
+    names, _ = consume(LIST, entries, ChangePosition.at(T0 + timedelta(minutes=10)))
+    assert names == ["b", "c"]
+
+
+def test_several_changes_sharing_one_datetime_resume_exactly() -> None:
+    entries = [change("a", 5), change("b", 5), change("c", 5), change("d", 6)]
+    first, position = consume(LIST, entries, ChangePosition(), limit=2)
+    assert first == ["a", "b"]
+    assert (position.time, position.at_time, position.consumed) == (
+        T0 + timedelta(minutes=5), 2, 2)
+    rest, _ = consume(LIST, entries, position)
+    assert rest == ["c", "d"]
+    # The same list after it moved into an index (a new URL): the time decides, exactly.
+    moved = ChangeListRef("http://e.com/changelist-1.xml", from_=T0, until=T0 + timedelta(hours=1))
+    assert consume(moved, entries, position)[0] == ["c", "d"]
+
+
+def test_entries_without_time_follow_their_place_in_the_list() -> None:
+    # Spec Example 19: the last change has neither lastmod nor datetime.
+    document = read_document(EXAMPLES / "ex19.xml")
+    ref = ChangeListRef.of("http://example.com/changelist.xml", document.head)
+    names, position = consume(ref, document.entries, ChangePosition(), limit=3)
+    assert names == ["res1.html", "res2.pdf", "res3.tiff"]
+    assert consume(ref, document.entries, position)[0] == ["res2.pdf"]
+
+
+def test_an_open_list_that_grew_yields_only_the_new_entries() -> None:
+    entries = [change("a", 1), change("b", None), change("c", 2)]
+    _, position = consume(LIST, entries, ChangePosition())
+    grown = [*entries, change("d", 2), change("e", None)]
+    assert consume(LIST, grown, position)[0] == ["d", "e"]
+
+
+def test_a_rotated_list_at_the_same_url_is_read_by_time() -> None:
+    entries = [change("a", 1), change("b", 2)]
+    _, position = consume(LIST, entries, ChangePosition())
+    rotated = ChangeListRef(LIST.url, from_=T0 + timedelta(minutes=2))
+    assert consume(rotated, [change("c", 3), change("d", 4)], position)[0] == ["c", "d"]
+
+
+def test_one_point_zero_lists_use_lastmod() -> None:
+    entries = [change("a", 1, lastmod=True), change("b", 2, lastmod=True)]
+    position = ChangePosition.at(T0 + timedelta(minutes=2))
+    assert consume(ChangeListRef("http://e.com/other.xml"), entries, position)[0] == ["b"]
+
+
+def test_lists_ending_before_the_position_are_skipped() -> None:
+    day = timedelta(days=1)
+    lists = [ChangeListRef("l1", T0, T0 + day), ChangeListRef("l2", T0 + day, T0 + 2 * day),
+             ChangeListRef("l3", T0 + 2 * day)]
+    assert [r.url for r in lists_to_read(lists, ChangePosition.at(T0 + day + day / 2))] == [
+        "l2", "l3"]
+    # A list ending exactly at the position may still hold a change at that very time.
+    assert [r.url for r in lists_to_read(lists, ChangePosition.at(T0 + day))] == [
+        "l1", "l2", "l3"]
+    assert [r.url for r in lists_to_read(lists, ChangePosition())] == ["l1", "l2", "l3"]
+
+
+def test_positions_survive_json() -> None:
+    position = ChangePosition(T0, 3, LIST.url, T0, 7)
+    assert ChangePosition.from_json(position.to_json()) == position
+    assert ChangePosition.from_json(ChangePosition().to_json()) == ChangePosition()
+
+
+@given(st.lists(st.one_of(st.none(), st.integers(0, 5)), max_size=30),
+       st.lists(st.integers(1, 4), max_size=10))
+def test_consuming_in_any_batches_sees_every_change_once(times: list[int | None],
+                                                        batches: list[int]) -> None:
+    times = _forward(times)
+    entries = [change(f"r{n}", minutes) for n, minutes in enumerate(times)]
+    position, seen = ChangePosition(), []
+    for size in [*batches, None]:
+        names, position = consume(LIST, entries, position, limit=size)
+        seen += names
+    assert seen == [f"r{n}" for n in range(len(entries))]
+
+
+def _forward(times: list[int | None]) -> list[int | None]:
+    """Forward chronological order (12.1), untimed entries left in their places."""
+    ordered = iter(sorted(t for t in times if t is not None))
+    return [None if t is None else next(ordered) for t in times]
