@@ -66,7 +66,8 @@ class FetchError(ResourceSyncError):
         self.status = status
         self.tries = tries
         status_text = f"HTTP {status}" if status is not None else "no response"
-        super().__init__(f"{url}: {message} ({status_text}, after {tries} tries)")
+        super().__init__(
+            f"{url}: {message} ({status_text}, after {tries} {'try' if tries == 1 else 'tries'})")
 
 
 class ContentMismatchError(ResourceSyncError):

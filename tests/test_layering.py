@@ -20,6 +20,7 @@ ALLOWED = {
     "storage": {"protocol", "storage", "errors"},
     "sync": {"protocol", "client", "storage", "sync", "errors"},
     "publish": {"protocol", "client", "storage", "publish", "errors"},
+    "testing": {"protocol", "testing", "errors"},
 }
 FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
@@ -27,6 +28,7 @@ FORBIDDEN = {
     "storage": {"airflow", "httpx"},
     "sync": {"airflow"},
     "publish": {"airflow"},
+    "testing": {"airflow", "httpx", "boto3"},
 }
 
 

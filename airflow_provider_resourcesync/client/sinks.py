@@ -1,0 +1,209 @@
+"""Where response bodies go: a document into the cache, a resource into the caller's file.
+
+Both enforce a size cap while streaming; a resource is verified against its ``hash`` and
+``length`` before the caller may use it. Shared by the sync and the async client, which only
+differ in how they iterate a body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, BinaryIO
+
+import httpx
+
+from ..errors import FetchError, UnsafeContentError
+from ..protocol.hashes import Digester, Hashes
+from ..protocol.model import Metadata
+from .cache import CachedDocument, DocumentCache
+
+__all__ = ["DocumentSink", "Download", "FetchedDocument", "Page", "PageSink", "ResourceSink"]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedDocument:
+    """A document's body on disk. ``not_modified``: the server answered 304 (no body sent)."""
+
+    url: str
+    path: Path
+    not_modified: bool
+    content_type: str | None
+    link_headers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """A resource fetched and verified. ``url``: where it came from (``loc`` or a mirror)."""
+
+    url: str
+    length: int
+    hashes: Hashes
+    content_type: str | None
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A small response read whole, whatever its status (discovery reads pages and robots.txt)."""
+
+    url: str
+    status: int
+    headers: httpx.Headers
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class _CappedSink:
+    """Counts a body against a cap, refusing early on a declared ``Content-Length``."""
+
+    def __init__(self, url: str, max_bytes: int) -> None:
+        self.url = url
+        self._max_bytes = max_bytes
+        self._count = 0
+
+    def _start(self, response: httpx.Response, ok: frozenset[int], tries: int) -> None:
+        if response.status_code not in ok:
+            raise FetchError(f"HTTP {response.status_code} {response.reason_phrase}",
+                             url=self.url, status=response.status_code, tries=tries)
+        declared = response.headers.get("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > self._max_bytes:
+            raise self._too_large(int(declared))
+        self._count = 0
+
+    def _counted(self, chunk: bytes) -> bytes:
+        self._count += len(chunk)
+        if self._count > self._max_bytes:
+            raise self._too_large(self._count)
+        return chunk
+
+    def _too_large(self, size: int) -> UnsafeContentError:
+        return UnsafeContentError(f"response of {size} bytes exceeds the cap of "
+                                  f"{self._max_bytes} bytes", rule="response size cap",
+                                  url=self.url)
+
+
+class DocumentSink(_CappedSink):
+    """Streams a document into the cache; a 304 hands back the stored body."""
+
+    _OK = frozenset({200, 304})
+
+    def __init__(self, cache: DocumentCache, url: str, max_bytes: int) -> None:
+        super().__init__(url, max_bytes)
+        self._cache = cache
+        self._key = url  # stored under the URL asked for, wherever redirects led
+        self._file: IO[bytes] | None = None
+        self._path: Path | None = None
+        self._response: httpx.Response | None = None
+
+    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+        self.url = url
+        if response.status_code == 304 and self._cache.get(self._key) is None:
+            raise FetchError("HTTP 304 for a document we do not hold", url=url, status=304,
+                             tries=tries)
+        self._start(response, self._OK, tries)
+        self._response = response
+        if response.status_code == 200:
+            self._path = self._cache.new_file()
+            self._file = self._path.open("wb")
+
+    def write(self, chunk: bytes) -> None:
+        if self._file is not None:
+            self._file.write(self._counted(chunk))
+
+    def finish(self) -> FetchedDocument:
+        response = self._response
+        assert response is not None
+        if self._file is None:  # 304: the stored body is current
+            cached: CachedDocument | None = self._cache.get(self._key)
+            assert cached is not None
+            return self._fetched(cached.path, response, not_modified=True)
+        self._file.close()
+        assert self._path is not None
+        stored = self._cache.store(self._key, self._path, etag=response.headers.get("ETag"),
+                                   last_modified=response.headers.get("Last-Modified"))
+        return self._fetched(stored.path, response, not_modified=False)
+
+    def discard(self) -> None:
+        """Drop a partial body (a failed try)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            self._path = None
+
+    def _fetched(self, path: Path, response: httpx.Response, *, not_modified: bool
+                 ) -> FetchedDocument:
+        return FetchedDocument(self.url, path, not_modified, response.headers.get("Content-Type"),
+                               tuple(response.headers.get_list("Link")))
+
+
+class ResourceSink(_CappedSink):
+    """Streams a resource into ``dest`` (seekable, rewound for each try), verifying it."""
+
+    _OK = frozenset({200})
+
+    def __init__(self, dest: BinaryIO, expected: Metadata | None, max_bytes: int) -> None:
+        super().__init__("", max_bytes)
+        self._dest = dest
+        self._expected = expected
+        self._digester = Digester()
+        self._response: httpx.Response | None = None
+
+    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+        self.url = url
+        self._start(response, self._OK, tries)
+        self._response = response
+        self._dest.seek(0)
+        self._dest.truncate()
+        self._digester = Digester()
+
+    def write(self, chunk: bytes) -> None:
+        self._digester.update(self._counted(chunk))
+        self._dest.write(chunk)
+
+    def finish(self) -> Download:
+        response = self._response
+        assert response is not None
+        expected = self._expected
+        self._digester.verify(self.url, hashes=expected.hash if expected else None,
+                              length=expected.length if expected else None)
+        headers = response.headers
+        return Download(self.url, self._digester.length, self._digester.hashes(),
+                        headers.get("Content-Type"), headers.get("ETag"),
+                        headers.get("Last-Modified"))
+
+    def discard(self) -> None:
+        self._dest.seek(0)
+        self._dest.truncate()
+
+
+class PageSink(_CappedSink):
+    """Reads a small body into memory; any status is delivered (a 404 robots.txt is an answer)."""
+
+    def __init__(self, url: str, max_bytes: int) -> None:
+        super().__init__(url, max_bytes)
+        self._chunks: list[bytes] = []
+        self._response: httpx.Response | None = None
+
+    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+        self.url = url
+        self._start(response, frozenset({response.status_code}), tries)
+        self._response = response
+        self._chunks = []
+
+    def write(self, chunk: bytes) -> None:
+        self._chunks.append(self._counted(chunk))
+
+    def finish(self) -> Page:
+        assert self._response is not None
+        return Page(self.url, self._response.status_code, self._response.headers,
+                    b"".join(self._chunks))
+
+    def discard(self) -> None:
+        self._chunks = []

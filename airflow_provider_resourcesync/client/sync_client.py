@@ -1,0 +1,168 @@
+"""The sync client: documents with conditional GETs, verified downloads, discovery pages."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable
+from typing import BinaryIO, Protocol, TypeVar
+
+import httpx
+
+from ..errors import ContentMismatchError, FetchError, UnsafeContentError
+from ..protocol.closing import ClosedOnExit
+from ..protocol.model import Document, Entry, Metadata
+from ..protocol.reader import DocumentReader, read_document
+from .auth import OriginBoundAuth
+from .cache import DocumentCache
+from .exchange import Exchange
+from .guard import HostGuard
+from .policy import ClientPolicy
+from .sinks import DocumentSink, Download, FetchedDocument, Page, PageSink, ResourceSink
+
+__all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "httpx_settings", "mirror_urls"]
+
+log = logging.getLogger(__name__)
+
+#: Size cap of a discovery page (HTML, robots.txt).
+MAX_PAGE_BYTES = 5 * 1024 * 1024
+
+T = TypeVar("T", covariant=True)
+
+
+class Sink(Protocol[T]):
+    """Where one body goes (see :mod:`.sinks`)."""
+
+    def start(self, response: httpx.Response, url: str, tries: int) -> None: ...
+    def write(self, chunk: bytes) -> None: ...
+    def finish(self) -> T: ...
+    def discard(self) -> None: ...
+
+
+def httpx_settings(policy: ClientPolicy) -> dict[str, object]:
+    """Keyword arguments of ``httpx.Client`` / ``httpx.AsyncClient`` for a policy."""
+    return {
+        "timeout": httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout),
+        "limits": httpx.Limits(max_connections=None,
+                               max_keepalive_connections=4 * policy.concurrency_per_host),
+        "verify": policy.verify,
+        "headers": {"User-Agent": policy.user_agent},
+        "follow_redirects": False,
+        "auth": OriginBoundAuth(policy.credentials) if policy.credentials else None,
+    }
+
+
+def mirror_urls(entry: Entry) -> list[str]:
+    """Where a resource may be fetched: its ``duplicate`` links by ``pri`` (14.2), then ``loc``."""
+    mirrors = [link.href for link in entry.links_for("duplicate")
+               if link.href.lower().startswith(("http://", "https://"))]
+    return [*mirrors, entry.loc]
+
+
+class ResourceSyncClient(ClosedOnExit):
+    """HTTP access to one ResourceSync Source, safe to share between threads.
+
+    :param policy: timeouts, retries, limits, credentials and reachable hosts.
+    :param source_urls: URLs whose hosts are the Source's (at least the base URL).
+    """
+
+    def __init__(self, policy: ClientPolicy | None = None, *, source_urls: Iterable[str] = (),
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.policy = policy or ClientPolicy()
+        self.guard = HostGuard(self.policy, source_urls)
+        self.cache = DocumentCache()
+        self._http = httpx.Client(transport=transport, **httpx_settings(self.policy))
+        self._slots: dict[str, threading.BoundedSemaphore] = {}
+        self._slots_lock = threading.Lock()
+
+    # -- documents -------------------------------------------------------------------------------
+
+    def fetch_document(self, url: str) -> FetchedDocument:
+        """GET a document, conditionally when we hold it: unchanged, it costs one 304."""
+        sink = DocumentSink(self.cache, url, self.policy.max_document_bytes)
+        return self._get(url, sink, headers=self.cache.validators(url))
+
+    def open_document(self, url: str) -> DocumentReader:
+        """A streaming reader over the document at ``url`` (its head already read)."""
+        fetched = self.fetch_document(url)
+        return DocumentReader(fetched.path, url=fetched.url,
+                              max_bytes=self.policy.max_document_bytes)
+
+    def read_document(self, url: str) -> Document:
+        """A whole document, for small ones (Capability Lists, indexes)."""
+        fetched = self.fetch_document(url)
+        return read_document(fetched.path, url=fetched.url,
+                             max_bytes=self.policy.max_document_bytes)
+
+    def fetch_page(self, url: str) -> Page:
+        """A small page (HTML, robots.txt), whatever its status, for discovery."""
+        return self._get(url, PageSink(url, MAX_PAGE_BYTES))
+
+    # -- resources -------------------------------------------------------------------------------
+
+    def download(self, url: str, dest: BinaryIO, *, expected: Metadata | None = None,
+                 mirrors: Iterable[str] = ()) -> Download:
+        """Stream ``url`` into ``dest`` (seekable; rewound for each try) and verify it against
+        ``expected`` (hash and length). ``mirrors`` may be reached by this call's redirects.
+
+        :raises ContentMismatchError: still mismatched after the policy's tries.
+        """
+        sink = ResourceSink(dest, expected, self.policy.max_resource_bytes)
+        return self._get(url, sink, mirrors=mirrors)
+
+    def download_entry(self, entry: Entry, dest: BinaryIO) -> Download:
+        """Download a listed resource from its mirrors in ``pri`` order, falling back to ``loc``."""
+        candidates = mirror_urls(entry)
+        failure: Exception | None = None
+        for url in candidates:
+            try:
+                return self.download(url, dest, expected=entry.md, mirrors=candidates)
+            except (FetchError, ContentMismatchError, UnsafeContentError) as error:
+                log.warning("Fetching %s from %s failed: %s", entry.loc, url, error)
+                failure = error
+        assert failure is not None
+        raise failure
+
+    # -- the one loop ----------------------------------------------------------------------------
+
+    def _get(self, url: str, sink: Sink[T], *, headers: dict[str, str] | None = None,
+             mirrors: Iterable[str] = ()) -> T:
+        exchange = Exchange(self.policy, self.guard, url, headers=headers, mirrors=mirrors)
+        while True:
+            self.guard.check_addresses(exchange.url)
+            try:
+                with self._slot(exchange.url), self._http.stream(
+                        "GET", exchange.url, headers=exchange.headers) as response:
+                    step = exchange.on_response(response)
+                    if step.deliver:
+                        sink.start(response, exchange.url, exchange.tries)
+                        for chunk in response.iter_bytes():
+                            sink.write(chunk)
+                        return sink.finish()
+            except httpx.TransportError as error:
+                sink.discard()
+                step = exchange.on_error(error)
+            except ContentMismatchError as error:
+                sink.discard()
+                step = exchange.on_mismatch(error)
+            except BaseException:
+                sink.discard()
+                raise
+            if step.delay:
+                log.info("Retrying %s in %.1f s (try %d)", exchange.url, step.delay,
+                         exchange.tries + 1)
+                time.sleep(step.delay)
+
+    def _slot(self, url: str) -> threading.BoundedSemaphore:
+        host = httpx.URL(url).host
+        with self._slots_lock:
+            slot = self._slots.get(host)
+            if slot is None:
+                slot = self._slots[host] = threading.BoundedSemaphore(
+                    self.policy.concurrency_per_host)
+        return slot
+
+    def close(self) -> None:
+        self._http.close()
+        self.cache.close()
