@@ -34,10 +34,12 @@ class FetchedDocument:
 
 @dataclass(frozen=True, slots=True)
 class Download:
-    """A resource fetched and verified. ``url``: where it came from (``loc`` or a mirror)."""
+    """A resource fetched. ``url``: where it came from (``loc`` or a mirror). ``verified``: its
+    length or a hash was compared with the description (False: there was nothing to compare)."""
 
     url: str
     length: int
+    verified: bool
     hashes: Hashes
     content_type: str | None
     etag: str | None
@@ -143,6 +145,13 @@ class DocumentSink(_CappedSink):
                                tuple(response.headers.get_list("Link")))
 
 
+def _known(expected: Metadata | None) -> tuple[str, ...]:
+    """The computable algorithms of an expected ``hash``."""
+    if expected is None or expected.hash is None:
+        return ()
+    return tuple(value.algorithm for value in expected.hash.values if value.is_known)
+
+
 class ResourceSink(_CappedSink):
     """Streams a resource into ``dest`` (seekable, rewound for each try), verifying it."""
 
@@ -152,7 +161,8 @@ class ResourceSink(_CappedSink):
         super().__init__("", max_bytes)
         self._dest = dest
         self._expected = expected
-        self._digester = Digester()
+        self._algorithms = ("md5", "sha-256", *_known(expected))
+        self._digester = Digester(self._algorithms)
         self._response: httpx.Response | None = None
 
     def start(self, response: httpx.Response, url: str, tries: int) -> None:
@@ -161,7 +171,7 @@ class ResourceSink(_CappedSink):
         self._response = response
         self._dest.seek(0)
         self._dest.truncate()
-        self._digester = Digester()
+        self._digester = Digester(self._algorithms)
 
     def write(self, chunk: bytes) -> None:
         self._digester.update(self._counted(chunk))
@@ -171,10 +181,10 @@ class ResourceSink(_CappedSink):
         response = self._response
         assert response is not None
         expected = self._expected
-        self._digester.verify(self.url, hashes=expected.hash if expected else None,
-                              length=expected.length if expected else None)
+        verified = self._digester.verify(self.url, hashes=expected.hash if expected else None,
+                                         length=expected.length if expected else None)
         headers = response.headers
-        return Download(self.url, self._digester.length, self._digester.hashes(),
+        return Download(self.url, self._digester.length, verified, self._digester.hashes(),
                         headers.get("Content-Type"), headers.get("ETag"),
                         headers.get("Last-Modified"))
 

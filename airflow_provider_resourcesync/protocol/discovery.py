@@ -1,7 +1,8 @@
 """Discovery parsers (spec 6.3): robots.txt ``Sitemap`` lines, HTTP ``Link`` headers, HTML links.
 
 Pure functions over text the caller has already fetched; nothing here fetches anything. Lenient in:
-a malformed part is skipped, never raised. URLs come back absolute, in document order, each once.
+a malformed part is skipped, never raised. URLs come back absolute, in document order, each once,
+and only http(s) ones (a ``file:`` or ``javascript:`` link is dropped).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 __all__ = [
     "RESOURCESYNC_REL",
@@ -27,11 +28,12 @@ RESOURCESYNC_REL = "resourcesync"
 
 
 def _resolve(base_url: str, reference: str) -> str | None:
-    """``reference`` made absolute against ``base_url``; None if it is not a usable URL."""
+    """``reference`` made absolute against ``base_url``; None unless it is an http(s) URL."""
     try:
-        return urljoin(base_url, reference)
+        url = urljoin(base_url, reference)
     except ValueError:  # e.g. an unbalanced IPv6 bracket in the authority
         return None
+    return url if urlsplit(url).scheme.lower() in ("http", "https") else None
 
 
 def _unique(urls: Iterable[str | None]) -> list[str]:

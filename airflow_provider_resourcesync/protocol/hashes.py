@@ -13,10 +13,13 @@ from dataclasses import dataclass
 
 from ..errors import ContentMismatchError
 
-__all__ = ["HASH_ALGORITHMS", "Digester", "HashValue", "Hashes"]
+__all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "HashValue", "Hashes"]
 
-#: Algorithm tokens of the spec mapped to :mod:`hashlib` names.
-HASH_ALGORITHMS: dict[str, str] = {"md5": "md5", "sha-1": "sha1", "sha-256": "sha256"}
+#: Algorithm tokens mapped to :mod:`hashlib` names: the spec's examples use md5 and sha-256.
+HASH_ALGORITHMS: dict[str, str] = {
+    "md5": "md5", "sha-1": "sha1", "sha-256": "sha256", "sha-512": "sha512"}
+#: What a :class:`Digester` computes unless told otherwise.
+DEFAULT_ALGORITHMS = ("md5", "sha-1", "sha-256")
 
 _HEX = frozenset(string.hexdigits)
 
@@ -95,7 +98,7 @@ class Digester:
     :param algorithms: spec algorithm tokens to compute; defaults to md5, sha-1 and sha-256.
     """
 
-    def __init__(self, algorithms: Iterable[str] = tuple(HASH_ALGORITHMS)) -> None:
+    def __init__(self, algorithms: Iterable[str] = DEFAULT_ALGORITHMS) -> None:
         self._hashers = {
             name: hashlib.new(HASH_ALGORITHMS[name]) for name in algorithms
             if name in HASH_ALGORITHMS
@@ -119,22 +122,29 @@ class Digester:
         """The computed digests, in the order they were asked for."""
         return Hashes(tuple(HashValue(name, h.hexdigest()) for name, h in self._hashers.items()))
 
-    def verify(self, url: str, *, hashes: Hashes | None = None, length: int | None = None) -> None:
-        """Check the stream against its description.
+    def verify(self, url: str, *, hashes: Hashes | None = None, length: int | None = None
+               ) -> bool:
+        """Check the stream against its description; True if anything could be compared.
 
         Only digests we computed are compared; a value that is not hex cannot match and is
-        reported as a mismatch.
+        reported as a mismatch. False means nothing was checked: no length, and no hash in an
+        algorithm we computed; the caller decides what unverified content is worth.
 
         :raises ContentMismatchError: naming the URL, the expected and the actual value.
         """
+        checked = length is not None
         if length is not None and length != self.length:
             raise ContentMismatchError(
                 url=url, what="length", expected=str(length), actual=str(self.length)
             )
         for value in hashes.values if hashes else ():
             hasher = self._hashers.get(value.algorithm)
-            if hasher is not None and hasher.hexdigest() != value.digest.lower():
+            if hasher is None:
+                continue
+            checked = True
+            if hasher.hexdigest() != value.digest.lower():
                 raise ContentMismatchError(
                     url=url, what=f"{value.algorithm} hash", expected=value.digest,
                     actual=hasher.hexdigest(),
                 )
+        return checked

@@ -3,10 +3,10 @@
 A datetime alone is not enough (DESIGN.md, "Checkpoints"): several changes can share one
 ``datetime``, 1.0 Change Lists carry the time in ``lastmod`` only, and some entries have no time at
 all (spec 12.1, Example 19). A :class:`ChangePosition` therefore keeps the time of the last change
-consumed, how many changes at exactly that time were consumed, and the Change List they came from
-with how many of its entries were consumed. Within that same list (an open list only grows, 12.1)
-the count is exact; in any other list the time decides, so a list that moved (closed and renamed
-into an index) or a new list is read from the right place.
+consumed and the Change List it came from with how many of its entries were consumed. Within that
+same list (an open list only grows, 12.1; it keeps its ``from`` when it is closed and moved into an
+index) the count is exact, whatever the times; in any other list, every change at or after the
+time comes after the position (lists of an index do not share changes, 12.2).
 """
 
 from __future__ import annotations
@@ -46,14 +46,13 @@ class ChangePosition:
 
     :param time: change time (``datetime``, else ``lastmod``) of the last timed change consumed;
         a baseline starts here from the Resource List's ``at``.
-    :param at_time: how many changes at exactly ``time`` were consumed from ``list_url``.
     :param list_url: the Change List the last change came from.
-    :param list_from: that list's ``from``: tells a rotated list apart from the one we read.
+    :param list_from: that list's ``from``: the list's identity, which survives a move into an
+        index and tells a new list at the same URL apart.
     :param consumed: how many entries of that list were consumed.
     """
 
     time: datetime | None = None
-    at_time: int = 0
     list_url: str | None = None
     list_from: datetime | None = None
     consumed: int = 0
@@ -67,17 +66,16 @@ class ChangePosition:
         return cls(time=time)
 
     def is_same_list(self, ref: ChangeListRef) -> bool:
-        return self.list_url == ref.url and self.list_from == ref.from_
+        """Whether ``ref`` is the list the position is in: same ``from``, and the same URL unless
+        that ``from`` is known (a closed list moved into an index keeps it)."""
+        if self.list_url is None or self.list_from != ref.from_:
+            return False
+        return self.list_from is not None or self.list_url == ref.url
 
     def advance(self, ref: ChangeListRef, index: int, entry: Entry) -> ChangePosition:
         """The position once ``entry``, the ``index``-th (from 0) of list ``ref``, is consumed."""
         when = entry.change_time
-        at_time = self.at_time if self.is_same_list(ref) else 0  # counted within one list
-        if when is not None and when != self.time:
-            time, at_time = when, 1
-        else:
-            time, at_time = self.time, at_time + (when is not None)
-        return ChangePosition(time, at_time, ref.url, ref.from_, index + 1)
+        return ChangePosition(self.time if when is None else when, ref.url, ref.from_, index + 1)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as W3C strings), for checkpoints."""
@@ -117,20 +115,15 @@ def changes_after(ref: ChangeListRef, entries: Iterable[Entry], position: Change
 
     In the list the position came from, the first ``consumed`` entries are skipped, whatever their
     times (an open list only grows). In any other list, entries earlier than the position's time
-    are skipped, and of those at exactly that time the first ``at_time``; entries with no time are
-    kept (their place in the list is their only order).
+    are skipped; entries at that time or later, and entries with no time (their place in the list
+    is their only order), come after it.
     """
     same_list = position.is_same_list(ref)
-    seen_at_time = 0
     for index, entry in enumerate(entries):
         if same_list:
             if index >= position.consumed:
                 yield index, entry
             continue
         when = entry.change_time
-        if when is None or position.time is None or when > position.time:
+        if when is None or position.time is None or when >= position.time:
             yield index, entry
-        elif when == position.time:
-            seen_at_time += 1
-            if seen_at_time > position.at_time:
-                yield index, entry

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
@@ -43,6 +44,11 @@ __all__ = ["DEFAULT_MAX_BYTES", "DocumentReader", "read_document"]
 #: streamed), so the cap bounds work, not memory: well above section 7's 50 MB, which real Sources
 #: exceed, and far below what a decompression bomb or an endless response would feed us.
 DEFAULT_MAX_BYTES = 1024 * 1024 * 1024
+
+#: Elements one entry may hold, and foreign elements one document may hold at its root: caps
+#: that keep a hostile document from growing the tree (or the head) without bound.
+MAX_ELEMENTS_PER_ENTRY = 10_000
+MAX_ROOT_EXTRAS = 10_000
 
 Source = bytes | str | os.PathLike[str] | IO[bytes]
 
@@ -132,6 +138,7 @@ class DocumentReader(ClosedOnExit):
             remove_pis=True,
         )
         self._root: Any = None
+        self._extras: list[str] = []
         self._pending: Entry | None = None
         self._entry_tag = _URL
         self._started = False
@@ -147,7 +154,11 @@ class DocumentReader(ClosedOnExit):
         if isinstance(source, bytes):
             raw: IO[bytes] = io.BytesIO(source)
         elif isinstance(source, str | os.PathLike):
-            raw = self._owned = open(source, "rb")  # noqa: SIM115 - closed by close()
+            try:
+                raw = self._owned = open(source, "rb")  # noqa: SIM115 - closed by close()
+            except OSError as exc:
+                raise DocumentError(f"cannot open the document: {exc.strerror}",
+                                    url=self.url) from None
         else:
             raw = source
         magic = raw.read(2)
@@ -205,18 +216,29 @@ class DocumentReader(ClosedOnExit):
 
     # -- head ----------------------------------------------------------------------------------
 
+    def _next_root_child(self) -> Any:
+        """The next child of the root, once its end tag is read; None at the end.
+
+        Elements nested deeper are counted on the way, and a single child holding more than
+        :data:`MAX_ELEMENTS_PER_ENTRY` of them is refused before the tree can grow further.
+        """
+        nested = 0
+        while (element := self._next_element()) is not None:
+            if element.getparent() is self._root:
+                return element
+            nested += 1
+            if nested > MAX_ELEMENTS_PER_ENTRY and element is not self._root:
+                raise UnsafeContentError(
+                    f"an element holds more than {MAX_ELEMENTS_PER_ENTRY} elements",
+                    rule="element count cap", url=self.url, line=element.sourceline)
+        if self._root is None:
+            raise DocumentError("empty document", url=self.url)
+        return None
+
     def _read_head(self) -> Head:
         md: Metadata | None = None
         links: list[Link] = []
-        extra: list[str] = []
-        while True:
-            element = self._next_element()
-            if element is None:
-                if self._root is None:
-                    raise DocumentError("empty document", url=self.url)
-                break
-            if element.getparent() is not self._root:
-                continue
+        while (element := self._next_root_child()) is not None:
             tag = element.tag
             if tag == self._entry_tag:
                 self._pending = self._entry(element)
@@ -227,16 +249,27 @@ class DocumentReader(ClosedOnExit):
                 md = self._attributes(element, Metadata, _MD_FIELDS)
             elif tag == _LN:
                 links.append(self._attributes(element, Link, _LN_FIELDS))
-            elif tag not in _ROOTS:
-                extra.append(_serialize(element))
+            else:
+                self._keep_extra(element)
         root = self._root
         return Head(
             root=_ROOTS[root.tag],
             md=md,
             links=tuple(links),
-            extra=tuple(extra),
+            extra=tuple(self._extras),
             namespaces={p or "": uri for p, uri in root.nsmap.items()},
         )
+
+    def _keep_extra(self, element: Any) -> None:
+        """Keep a foreign element found at the root, serialized, and free it."""
+        if element.tag in _ROOTS:
+            raise self._error(element, f"<{_local(element.tag)}> inside a document", "7")
+        if len(self._extras) >= MAX_ROOT_EXTRAS:
+            raise UnsafeContentError(
+                f"more than {MAX_ROOT_EXTRAS} foreign elements at the document's root",
+                rule="element count cap", url=self.url, line=element.sourceline)
+        self._extras.append(_serialize(element))
+        self._root.remove(element)
 
     # -- entries -------------------------------------------------------------------------------
 
@@ -251,11 +284,8 @@ class DocumentReader(ClosedOnExit):
             yield self._pending
             self._pending = None
         entry_tag = self._entry_tag
-        root = self._root
-        next_element = self._next_element
-        while (element := next_element()) is not None:
-            if element.getparent() is not root:
-                continue  # a child of an entry, or the root itself at the end
+        kept = len(self._extras)
+        while (element := self._next_root_child()) is not None:
             tag = element.tag
             if tag == entry_tag:
                 yield self._entry(element)
@@ -263,7 +293,9 @@ class DocumentReader(ClosedOnExit):
                 raise self._error(
                     element, f"<rs:{_local(tag)}> of the document after its entries", "7")
             else:  # a foreign element among or after the entries: kept with the head's
-                self.head.extra += (_serialize(element),)
+                self._keep_extra(element)
+        if len(self._extras) > kept:
+            self.head.extra = tuple(self._extras)
         self.close()
 
     def _entry(self, element: Any) -> Entry:
@@ -275,17 +307,17 @@ class DocumentReader(ClosedOnExit):
             for child in element:
                 tag = child.tag
                 if tag == _LOC:
-                    loc = (child.text or "").strip()
+                    loc = self._simple(child, loc)
                 elif tag == _MD:
                     if md is not None:
                         raise self._error(child, "more than one <rs:md> in an entry", "7")
                     md = self._attributes(child, Metadata, _MD_FIELDS)
                 elif tag == _LASTMOD:
-                    lastmod = parse_datetime(child.text or "")
+                    lastmod = parse_datetime(self._simple(child, lastmod))
                 elif tag == _LN:
                     links.append(self._attributes(child, Link, _LN_FIELDS))
                 elif tag == _CHANGEFREQ:
-                    changefreq = (child.text or "").strip()
+                    changefreq = self._simple(child, changefreq)
                 elif isinstance(tag, str):
                     extra.append(_serialize(child))
         except InvalidValueError as exc:
@@ -301,6 +333,15 @@ class DocumentReader(ClosedOnExit):
         return Entry(loc, lastmod, changefreq, md, tuple(links), tuple(extra), line)
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _simple(self, element: Any, previous: object) -> str:
+        """The text of ``<loc>``, ``<lastmod>`` or ``<changefreq>``: once per entry, text only."""
+        name = _local(element.tag)
+        if previous is not None:
+            raise self._error(element, f"more than one <{name}> in an entry", "7")
+        if len(element):
+            raise self._error(element, f"<{name}> holds elements; it holds only text", "7")
+        return (element.text or "").strip()
 
     def _attributes(self, element: Any, cls: type[Any], fields: dict[str, tuple[str, _Converter]]
                     ) -> Any:
@@ -375,7 +416,10 @@ class _Capped:
         self._count = 0
 
     def read(self, size: int = -1) -> bytes:
-        data = self._stream.read(size)
+        try:
+            data = self._stream.read(size)
+        except (EOFError, zlib.error, OSError) as exc:  # gzip.BadGzipFile is an OSError
+            raise DocumentError(f"cannot read the document: {exc}", url=self._url) from None
         self._count += len(data)
         if self._count > self._limit:
             raise UnsafeContentError(

@@ -381,3 +381,13 @@ def test_html_bytes_encodings() -> None:
 def test_html_never_raises(text: str) -> None:
     resourcesync_links_from_html(text, PAGE)
     resourcesync_links_from_html(text.encode("utf-8", "surrogatepass"), PAGE)
+
+
+def test_only_http_urls_come_back() -> None:
+    robots = "Sitemap: file:///etc/passwd\nSitemap: ftp://e.com/x\nSitemap: /ok.xml\n"
+    assert sitemaps_from_robots(robots, BASE) == ["http://example.com/ok.xml"]
+    html = ('<link rel="resourcesync" href="javascript:alert(1)">'
+            '<link rel="resourcesync" href="https://e.com/cap.xml">')
+    assert resourcesync_links_from_html(html, BASE) == ["https://e.com/cap.xml"]
+    header = '<gopher://e.com/x>; rel="resourcesync", <cap.xml>; rel="resourcesync"'
+    assert resourcesync_links_from_header(header, BASE) == ["http://example.com/dir/cap.xml"]

@@ -57,7 +57,7 @@ def test_verify_accepts_matching_content_in_any_hex_case() -> None:
                             f"sha-256:{hashlib.sha256(DATA).hexdigest()}")
     digester = Digester.for_expected(expected)
     digester.update(DATA)
-    digester.verify("http://example.com/a", hashes=expected, length=len(DATA))
+    assert digester.verify("http://example.com/a", hashes=expected, length=len(DATA))
 
 
 def test_verify_names_url_expected_and_actual() -> None:
@@ -92,4 +92,11 @@ def test_unknown_algorithms_are_not_computed_or_compared() -> None:
     digester = Digester.for_expected(expected)
     digester.update(DATA)
     assert digester.hashes() == Hashes(())
-    digester.verify("http://example.com/a", hashes=expected)
+    assert not digester.verify("http://example.com/a", hashes=expected)
+
+
+def test_sha_512_is_computed_when_expected() -> None:
+    expected = Hashes.parse(f"sha-512:{hashlib.sha512(DATA).hexdigest()}")
+    digester = Digester.for_expected(expected)
+    digester.update(DATA)
+    assert digester.verify("http://example.com/a", hashes=expected)

@@ -50,13 +50,23 @@ def test_several_changes_sharing_one_datetime_resume_exactly() -> None:
     entries = [change("a", 5), change("b", 5), change("c", 5), change("d", 6)]
     first, position = consume(LIST, entries, ChangePosition(), limit=2)
     assert first == ["a", "b"]
-    assert (position.time, position.at_time, position.consumed) == (
-        T0 + timedelta(minutes=5), 2, 2)
+    assert (position.time, position.consumed) == (T0 + timedelta(minutes=5), 2)
     rest, _ = consume(LIST, entries, position)
     assert rest == ["c", "d"]
-    # The same list after it moved into an index (a new URL): the time decides, exactly.
+    # The same list after it was closed and moved into an index: its ``from`` identifies it.
     moved = ChangeListRef("http://e.com/changelist-1.xml", from_=T0, until=T0 + timedelta(hours=1))
     assert consume(moved, entries, position)[0] == ["c", "d"]
+
+
+def test_changes_sharing_a_datetime_across_two_lists_are_all_read() -> None:
+    # A closed list ends at 11:00 holding b@11:00; the next list starts with c@11:00.
+    first = ChangeListRef("http://e.com/cl-1.xml", T0, T0 + timedelta(minutes=11))
+    second = ChangeListRef("http://e.com/cl-2.xml", T0 + timedelta(minutes=11))
+    names, position = consume(first, [change("a", 10), change("b", 11)], ChangePosition())
+    assert names == ["a", "b"]
+    assert [r.url for r in lists_to_read([first, second], position)] == [first.url, second.url]
+    assert consume(first, [change("a", 10), change("b", 11)], position)[0] == []
+    assert consume(second, [change("c", 11), change("d", 12)], position)[0] == ["c", "d"]
 
 
 def test_entries_without_time_follow_their_place_in_the_list() -> None:
@@ -101,7 +111,7 @@ def test_lists_ending_before_the_position_are_skipped() -> None:
 
 
 def test_positions_survive_json() -> None:
-    position = ChangePosition(T0, 3, LIST.url, T0, 7)
+    position = ChangePosition(T0, LIST.url, T0, 7)
     assert ChangePosition.from_json(position.to_json()) == position
     assert ChangePosition.from_json(ChangePosition().to_json()) == ChangePosition()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,7 +16,12 @@ import pytest
 from airflow_provider_resourcesync.errors import DocumentError, UnsafeContentError
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Change, DocumentKind, Root
-from airflow_provider_resourcesync.protocol.reader import DocumentReader, read_document
+from airflow_provider_resourcesync.protocol.reader import (
+    MAX_ELEMENTS_PER_ENTRY,
+    MAX_ROOT_EXTRAS,
+    DocumentReader,
+    read_document,
+)
 from tests.protocol.conftest import EXAMPLES, NS, XML_EXAMPLES, urlset
 
 KINDS = {
@@ -183,6 +190,57 @@ def test_documents_with_a_dtd_are_refused(text: str) -> None:
     assert "passwd" not in str(caught.value)
 
 
+def test_the_parser_never_fetches_what_a_document_points_at() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.settimeout(0.5)
+        target = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        for text in (
+            f'<!DOCTYPE urlset SYSTEM "{target}/evil.dtd"><urlset {NS}/>',
+            f'<!DOCTYPE urlset [<!ENTITY % p SYSTEM "{target}/p.dtd"> %p;]><urlset {NS}/>',
+            f'<?xml-stylesheet href="{target}/s.xsl"?><urlset {NS} xmlns:xsi='
+            f'"http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="x {target}/x.xsd">'
+            "<url><loc>http://e.com/a</loc></url></urlset>",
+        ):
+            with contextlib.suppress(DocumentError):
+                read_document(text.encode())
+        with pytest.raises(TimeoutError):
+            listener.accept()
+
+
+def test_foreign_elements_at_the_root_are_capped() -> None:
+    many = "".join(f'<x:n xmlns:x="urn:x">{i}</x:n>' for i in range(MAX_ROOT_EXTRAS + 1))
+    with pytest.raises(UnsafeContentError, match="foreign elements at the document's root"):
+        read_document(urlset("<url><loc>http://e.com/a</loc></url>" + many))
+    some = "".join(f'<x:n xmlns:x="urn:x">{i}</x:n>' for i in range(2000))
+    kept = read_document(urlset("<url><loc>http://e.com/a</loc></url>" + some))
+    assert len(kept.head.extra) == 2000
+
+
+def test_an_entry_holding_too_many_elements_is_refused() -> None:
+    body = "<x:n xmlns:x='urn:x'/>" * (MAX_ELEMENTS_PER_ENTRY + 1)
+    with pytest.raises(UnsafeContentError, match="element count cap"):
+        read_document(urlset(f"<url><loc>http://e.com/a</loc><x:w xmlns:x='urn:x'>{body}"
+                             "</x:w></url>"))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt", "bad-crc"])
+def test_broken_gzip_is_a_document_error_naming_the_url(damage: str) -> None:
+    packed = gzip.compress((EXAMPLES / "ex14.xml").read_bytes())
+    broken = {
+        "truncated": packed[: len(packed) // 2],
+        "corrupt": packed[:20] + bytes(40) + packed[60:],
+        "bad-crc": packed[:-8] + bytes(4) + packed[-4:],
+    }[damage]
+    with pytest.raises(DocumentError) as caught:
+        read_document(broken, url="http://e.com/cl.xml.gz")
+    assert caught.value.url == "http://e.com/cl.xml.gz"
+
+
+def test_a_missing_file_is_a_document_error(tmp_path: Path) -> None:
+    with pytest.raises(DocumentError, match="cannot open the document"):
+        read_document(tmp_path / "nope.xml")
+
+
 def test_oversized_document_is_refused() -> None:
     with pytest.raises(UnsafeContentError, match="larger than 100000 bytes"):
         read_document(_generate_resource_list(10_000).read(), max_bytes=100_000, url="big")
@@ -212,6 +270,11 @@ def test_gzip_bomb_is_refused_by_decompressed_size() -> None:
         (urlset('<url><loc>a</loc><rs:md/><rs:md/></url>'), "more than one <rs:md>", 4),
         (urlset("<url><loc>a</loc></url>", head=RESOURCE_TWICE), "more than one <rs:md>", 4),
         (urlset('<url><loc>a</loc></url><rs:md capability="x"/>'), "after its entries", 4),
+        (urlset("<url><loc>http://a/1</loc><loc>http://a/2</loc></url>"),
+         "more than one <loc>", 4),
+        (urlset('<url><loc>http://a/<x:b xmlns:x="urn:x"/>1</loc></url>'),
+         "<loc> holds elements", 4),
+        (urlset(f"<urlset {NS}/><url><loc>a</loc></url>"), "<urlset> inside a document", 4),
     ],
 )
 def test_broken_documents_name_document_and_line(data: bytes, message: str,
