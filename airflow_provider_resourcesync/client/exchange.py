@@ -46,6 +46,7 @@ class Exchange:
         self._also = tuple(mirrors)
         self.headers = dict(headers or {})
         self.redirects = 0
+        self._delivered = False
         self.url = url
         guard.check_url(url, self._also)
         self._attempts = Attempts(policy, url)
@@ -56,23 +57,32 @@ class Exchange:
 
     def on_response(self, response: httpx.Response) -> Step:
         """After a response's head arrived: follow a redirect, retry, or deliver it."""
+        self._attempts.count()
+        self._delivered = False
         location = response.headers.get("Location")
         if response.status_code in _REDIRECTS and location:
             self._redirect(urljoin(self.url, location), response.status_code)
             return Step(deliver=False)
-        delay = self._attempts.after_response(response)
-        return _DELIVER if delay is None else Step(deliver=False, delay=delay)
+        delay = self._attempts.status_delay(response)
+        if delay is not None:
+            return Step(deliver=False, delay=delay)
+        self._delivered = True
+        return _DELIVER
 
     def on_error(self, error: httpx.TransportError) -> Step:
         """After a connection, timeout or protocol error (a truncated body included)."""
-        return Step(deliver=False, delay=self._attempts.after_error(error))
+        if not self._delivered:  # no response head arrived: this try is not counted yet
+            self._attempts.count()
+        self._delivered = False
+        return Step(deliver=False, delay=self._attempts.retry_delay(
+            f"{type(error).__name__}: {error}"))
 
     def on_mismatch(self, error: ContentMismatchError) -> Step:
         """After content that did not match its description: retry, then let the error stand."""
-        if self._attempts.tries >= self._policy.max_tries:
+        self._delivered = False
+        if self._attempts.spent:
             raise error
-        return Step(deliver=False, delay=self._attempts.after_error(
-            httpx.TransportError(str(error))))
+        return Step(deliver=False, delay=self._attempts.retry_delay(str(error)))
 
     def _redirect(self, target: str, status: int) -> None:
         self.redirects += 1

@@ -34,7 +34,7 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 
 class Attempts:
-    """The tries of one request: each outcome either ends them or names the delay before the next.
+    """The tries of one request, counted as they start, and the delay before each retry.
 
     :raises FetchError: when the tries are used up, or the server asks to wait longer than the
         policy allows; the error names the URL, the last status and the number of tries.
@@ -45,9 +45,16 @@ class Attempts:
         self.url = url
         self.tries = 0
 
-    def after_response(self, response: httpx.Response) -> float | None:
-        """None: use this response. A float: close it and retry after that many seconds."""
+    def count(self) -> None:
+        """A try has started."""
         self.tries += 1
+
+    @property
+    def spent(self) -> bool:
+        return self.tries >= self._policy.max_tries
+
+    def status_delay(self, response: httpx.Response) -> float | None:
+        """None: use this response. A float: close it and retry after that many seconds."""
         status = response.status_code
         if status not in RETRY_STATUSES:
             return None
@@ -57,19 +64,14 @@ class Attempts:
                 f"the server asks to retry after {asked:.0f} s, more than the "
                 f"{self._policy.max_backoff:.0f} s allowed", url=self.url, status=status,
                 tries=self.tries)
-        self._give_up_if_spent(f"still failing with HTTP {status}", status)
-        return asked if asked is not None else self._backoff()
+        return self.retry_delay(f"still failing with HTTP {status}", status, asked)
 
-    def after_error(self, error: httpx.TransportError) -> float:
-        """The delay before the next try after a connection or protocol error."""
-        self.tries += 1
-        self._give_up_if_spent(f"{type(error).__name__}: {error}", None)
-        return self._backoff()
-
-    def _give_up_if_spent(self, problem: str, status: int | None) -> None:
-        if self.tries >= self._policy.max_tries:
+    def retry_delay(self, problem: str, status: int | None = None,
+                    asked: float | None = None) -> float:
+        """The delay before the next try, or :class:`FetchError` when none is left."""
+        if self.spent:
             raise FetchError(problem, url=self.url, status=status, tries=self.tries)
-
-    def _backoff(self) -> float:
+        if asked is not None:
+            return asked
         ceiling = min(self._policy.max_backoff, self._policy.backoff * 2 ** (self.tries - 1))
         return random.uniform(0, ceiling)  # full jitter
