@@ -1,0 +1,262 @@
+"""Walking a Source's documents over the wire: capabilities (9), Resource Lists (10), dumps (11,
+13) and the changes after a position (12), across their indexes.
+
+Parts of an index are fetched lazily, one open at a time, and streamed. Indexes do not nest
+(spec 7): an index met where a list is expected is refused. An index served as a plain
+``<urlset>`` whose entries carry the document's own capability is read as an index (DESIGN.md,
+lenient in). Errors are the client's and the reader's, each naming its document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from itertools import chain
+
+from ..errors import DocumentError
+from ..protocol.closing import ClosedOnExit
+from ..protocol.model import Capability, DocumentKind, Entry, Head, Root
+from ..protocol.position import ChangeListRef, ChangePosition, lists_to_read
+from ..protocol.position import changes_after as changes_in_list
+from ..protocol.reader import DocumentReader
+from .sync_client import ResourceSyncClient
+
+__all__ = [
+    "ChangeItem",
+    "ResourceListWalk",
+    "capabilities_in",
+    "capability_documents",
+    "change_dump_packages_after",
+    "changes_after",
+    "resource_dump_packages",
+    "resource_list",
+]
+
+
+# -- capabilities (9) ----------------------------------------------------------------------------
+
+def capabilities_in(entries: Iterable[Entry]) -> dict[Capability, str]:
+    """Capability -> document URL from a Capability List's entries (9). The first entry of a
+    capability counts (the spec allows one); ``resourceList`` reads as ``resourcelist``; entries
+    without a known capability are left out."""
+    found: dict[Capability, str] = {}
+    for entry in entries:
+        capability = entry.md.capability_value if entry.md is not None else None
+        if capability is not None:
+            found.setdefault(capability, entry.loc)
+    return found
+
+
+def capability_documents(client: ResourceSyncClient, capability_list_url: str
+                         ) -> dict[Capability, str]:
+    """The capability documents a Capability List points at (9)."""
+    document = client.read_document(capability_list_url)
+    if document.kind is not DocumentKind.CAPABILITY_LIST:
+        raise DocumentError(f"expected a Capability List, found {_found(document.head)}",
+                            url=capability_list_url, section="9")
+    return capabilities_in(document.entries)
+
+
+# -- opening lists and indexes -------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Opened:
+    """A capability document with its head read; ``entries`` not yet consumed."""
+
+    reader: DocumentReader
+    entries: Iterator[Entry]
+    is_index: bool
+
+    @property
+    def head(self) -> Head:
+        return self.reader.head
+
+
+def _found(head: Head) -> str:
+    if head.kind is not None:
+        return f"a {head.kind.title}"
+    return f"a document with capability {head.md.capability if head.md else None!r}"
+
+
+def _listed_as_index(head: Head, first: Entry | None) -> bool:
+    """A ``<urlset>`` whose entries carry the document's own capability is an index in disguise."""
+    return (head.capability is not None and first is not None and first.md is not None
+            and first.md.capability_value is head.capability)
+
+
+def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
+    """Open the document at ``url``, which must be of ``capability`` (a list or its index)."""
+    reader = client.open_document(url)
+    try:
+        head = reader.head
+        if head.capability is not capability:
+            kind = DocumentKind.of(capability, Root.URLSET)
+            assert kind is not None
+            raise DocumentError(f"expected a {kind.title} or its index, found {_found(head)}",
+                                url=url, section=kind.section)
+        entries = iter(reader)
+        first = next(entries, None)
+    except BaseException:
+        reader.close()
+        raise
+    is_index = head.is_index or _listed_as_index(head, first)
+    return _Opened(reader, chain(() if first is None else (first,), entries), is_index)
+
+
+def _open_list(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
+    """Open a list that must not be an index (a part of an index: indexes do not nest, 7)."""
+    opened = _open(client, url, capability)
+    if opened.is_index:
+        opened.reader.close()
+        raise DocumentError("an index where a list is expected: indexes do not nest",
+                            url=url, section="7")
+    return opened
+
+
+def _children(opened: _Opened) -> list[Entry]:
+    """The entries of an index, read whole (an index is small: one entry per part)."""
+    with opened.reader:
+        return list(opened.entries)
+
+
+def _stream(opened: _Opened) -> Iterator[Entry]:
+    with opened.reader:
+        yield from opened.entries
+
+
+def _always(entry: Entry) -> bool:
+    return True
+
+
+def _across(client: ResourceSyncClient, url: str, capability: Capability,
+            keep: Callable[[Entry], bool] = _always) -> Iterator[Entry]:
+    """The kept entries of a list, or of every kept part of its index, in order."""
+    opened = _open(client, url, capability)
+    if not opened.is_index:
+        yield from filter(keep, _stream(opened))
+        return
+    for child in filter(keep, _children(opened)):
+        yield from filter(keep, _stream(_open_list(client, child.loc, capability)))
+
+
+# -- Resource Lists (10.1, 10.2) -----------------------------------------------------------------
+
+_RESOURCE_LIST = Capability.RESOURCE_LIST
+
+
+@dataclass(eq=False)
+class ResourceListWalk(ClosedOnExit):
+    """A Resource List or a Resource List Index (10.1, 10.2): iterating yields every resource
+    entry across the index, fetching parts lazily, one open at a time.
+
+    :param url: the document asked for.
+    :param head: the head of the list, or of the index.
+    :param at: when the snapshot started (the head's ``at``).
+    :param urls: the Resource Lists opened so far (the parts of an index, or the single list).
+    """
+
+    url: str
+    head: Head
+    at: datetime | None
+    urls: list[str]
+    _client: ResourceSyncClient = field(repr=False)
+    _parts: list[Entry] | None = field(repr=False)  # the index's children; None: a single list
+    _pending: _Opened | None = field(repr=False)  # the single list, opened and not yet read
+
+    def __iter__(self) -> Iterator[Entry]:
+        if self._parts is None:
+            pending, self._pending = self._pending, None
+            return _stream(pending or _open_list(self._client, self.url, _RESOURCE_LIST))
+        return self._across_parts(self._parts)
+
+    def _across_parts(self, parts: list[Entry]) -> Iterator[Entry]:
+        for part in parts:
+            opened = _open_list(self._client, part.loc, _RESOURCE_LIST)
+            if part.loc not in self.urls:
+                self.urls.append(part.loc)
+            yield from _stream(opened)
+
+    def close(self) -> None:
+        """Release the single list opened and not iterated, if any."""
+        if self._pending is not None:
+            self._pending.reader.close()
+            self._pending = None
+
+
+def resource_list(client: ResourceSyncClient, url: str) -> ResourceListWalk:
+    """Open a Resource List or a Resource List Index (10.1, 10.2); only its head is read now
+    (an index is read whole, its parts when iterated)."""
+    opened = _open(client, url, _RESOURCE_LIST)
+    head = opened.head
+    at = head.md.at if head.md is not None else None
+    if opened.is_index:
+        return ResourceListWalk(url, head, at, [], client, _children(opened), None)
+    return ResourceListWalk(url, head, at, [url], client, None, opened)
+
+
+# -- Change Lists (12.1, 12.2) -------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ChangeItem:
+    """One change after a position: the list it is in, its index in that list (from 0), the
+    entry. ``position.advance(item.list, item.index, item.entry)`` moves past it."""
+
+    list: ChangeListRef
+    index: int
+    entry: Entry
+
+
+def _child_ref(child: Entry) -> ChangeListRef:
+    """A Change List as its index lists it (12.2: ``from`` and, once closed, ``until``)."""
+    md = child.md
+    return ChangeListRef(child.loc, md.from_ if md else None, md.until if md else None)
+
+
+def _own_ref(listed: ChangeListRef, head: Head) -> ChangeListRef:
+    """The list's own interval (12.1), the index's where the list leaves it out."""
+    own = ChangeListRef.of(listed.url, head)
+    return ChangeListRef(listed.url, own.from_ or listed.from_, own.until or listed.until)
+
+
+def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
+             ) -> Iterator[ChangeItem]:
+    for index, entry in changes_in_list(ref, _stream(opened), position):
+        yield ChangeItem(ref, index, entry)
+
+
+def changes_after(client: ResourceSyncClient, change_list_url: str, position: ChangePosition
+                  ) -> Iterator[ChangeItem]:
+    """The changes after ``position`` in a Change List or across a Change List Index (12.1,
+    12.2), in forward chronological order. Closed lists ending before the position are never
+    fetched; the others are read in index order through
+    :func:`~airflow_provider_resourcesync.protocol.position.changes_after`."""
+    opened = _open(client, change_list_url, Capability.CHANGE_LIST)
+    if not opened.is_index:
+        yield from _changes(ChangeListRef.of(change_list_url, opened.head), opened, position)
+        return
+    for listed in lists_to_read(map(_child_ref, _children(opened)), position):
+        part = _open_list(client, listed.url, Capability.CHANGE_LIST)
+        yield from _changes(_own_ref(listed, part.head), part, position)
+
+
+# -- dumps (11.1, 13.1) --------------------------------------------------------------------------
+
+def _ends_after(time: datetime | None, entry: Entry) -> bool:
+    """A package (or a dump of an index) that may hold changes after ``time``: its ``until`` is
+    later, or it has none (open, or not said)."""
+    until = entry.md.until if entry.md is not None else None
+    return time is None or until is None or until > time
+
+
+def change_dump_packages_after(client: ResourceSyncClient, change_dump_url: str,
+                               time: datetime | None) -> Iterator[Entry]:
+    """The packages of a Change Dump, or across a Change Dump Index, that end after ``time``
+    (13.1), in order; None: every package."""
+    return _across(client, change_dump_url, Capability.CHANGE_DUMP, partial(_ends_after, time))
+
+
+def resource_dump_packages(client: ResourceSyncClient, url: str) -> Iterator[Entry]:
+    """The packages of a Resource Dump, or across a Resource Dump Index (11.1), in order."""
+    return _across(client, url, Capability.RESOURCE_DUMP)

@@ -1,0 +1,35 @@
+"""Shared by the client tests: a loopback Source and a client allowed to reach it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+#: The resources a :func:`source` starts with, name -> body.
+INITIAL = {f"r{number}.txt": f"resource {number}\n".encode() for number in range(1, 6)}
+
+
+@pytest.fixture
+def server() -> Iterator[SourceServer]:
+    """A started loopback server, stopped on teardown."""
+    with SourceServer(max_lifetime=120) as running:
+        yield running
+
+
+@pytest.fixture
+def source(server: SourceServer) -> ResourceSyncSource:
+    """A Source on :func:`server` holding :data:`INITIAL`, nothing published yet."""
+    return ResourceSyncSource(server, resources=INITIAL)
+
+
+@pytest.fixture
+def client(server: SourceServer) -> Iterator[ResourceSyncClient]:
+    """A client whose guard allows :func:`server`'s host, with fast retries."""
+    policy = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
+    with ResourceSyncClient(policy, source_urls=[server.base_url]) as opened:
+        yield opened
