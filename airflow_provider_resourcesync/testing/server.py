@@ -7,7 +7,8 @@ Faults (status codes, stalls, truncated or corrupt bodies, redirects, dropped co
 queued per path and consumed in order. Every request is logged, so tests count at the server.
 
 Each server is its own origin (``http://127.0.0.1:<port>``): start two to test that credentials
-are not sent to another host and that redirects to another host are refused.
+are not sent to another origin. Fetches are allowed per host *name*, so to stand for another host
+address a server as ``localhost`` (the same loopback address under another name).
 
 The server stops by itself after ``max_lifetime`` seconds, so a test that forgets it cannot
 leave it running.
