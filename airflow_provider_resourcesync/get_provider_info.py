@@ -6,6 +6,68 @@ from typing import Any
 
 from airflow_provider_resourcesync import __version__
 
+_INTEGRATION = "ResourceSync"
+_HOOK_MODULE = "airflow_provider_resourcesync.hooks.resourcesync"
+
+#: The connection's extra fields; defaults are ``ClientPolicy``'s (a test keeps them equal).
+_CONN_FIELDS: dict[str, Any] = {
+    "token": {
+        "label": "Bearer token",
+        "description": "Sent as 'Authorization: Bearer ...' to the base URL's origin only. "
+        "Use this or login/password, not both.",
+        "schema": {"type": ["string", "null"], "format": "password"},
+    },
+    "headers": {
+        "label": "Extra headers",
+        "description": "A JSON object of request headers (e.g. an API key), sent to the base "
+        "URL's origin only.",
+        "schema": {"type": ["object", "null"]},
+    },
+    "user_agent": {
+        "label": "User-Agent",
+        "description": "The User-Agent header (default: airflow-provider-resourcesync).",
+        "schema": {"type": ["string", "null"]},
+    },
+    "connect_timeout": {
+        "label": "Connect timeout (s)",
+        "description": "Seconds to open a connection.",
+        "schema": {"type": ["number", "null"], "default": 10.0, "exclusiveMinimum": 0},
+    },
+    "read_timeout": {
+        "label": "Read timeout (s)",
+        "description": "Seconds to wait for any bytes of a response.",
+        "schema": {"type": ["number", "null"], "default": 60.0, "exclusiveMinimum": 0},
+    },
+    "max_tries": {
+        "label": "Tries per request",
+        "description": "Attempts per request, the first included (429, 5xx and network errors "
+        "are retried with backoff).",
+        "schema": {"type": ["integer", "null"], "default": 5, "minimum": 1},
+    },
+    "concurrency": {
+        "label": "Concurrency per host",
+        "description": "Requests in flight to one host at once.",
+        "schema": {"type": ["integer", "null"], "default": 16, "minimum": 1},
+    },
+    "allowed_hosts": {
+        "label": "Allowed hosts",
+        "description": "Host names, separated by commas, that may be fetched from besides the "
+        "base URL's host and declared mirrors (e.g. a CDN). No credentials go there.",
+        "schema": {"type": ["string", "null"]},
+    },
+    "allow_private": {
+        "label": "Allow private addresses",
+        "description": "Allow private, loopback and link-local addresses (intranet Sources, "
+        "127.0.0.1). Off: such addresses are refused.",
+        "schema": {"type": ["boolean", "null"], "default": False},
+    },
+    "verify_tls": {
+        "label": "Verify TLS certificates",
+        "description": "Verify the Source's TLS certificates.",
+        "schema": {"type": ["boolean", "null"], "default": True},
+    },
+}
+
 
 def get_provider_info() -> dict[str, Any]:
     """Describe this provider to Airflow's ProvidersManager."""
@@ -15,4 +77,36 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Mirror and publish web collections with ResourceSync "
         "(ANSI/NISO Z39.99-2017): discovery, baseline and incremental sync, audit, Change Dumps.",
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": _INTEGRATION,
+                "external-doc-url": "https://www.niso.org/publications/z3999-2017-resourcesync",
+                "tags": ["protocol"],
+            }
+        ],
+        "hooks": [{"integration-name": _INTEGRATION, "python-modules": [_HOOK_MODULE]}],
+        "connection-types": [
+            {
+                "connection-type": "resourcesync",
+                "hook-class-name": f"{_HOOK_MODULE}.ResourceSyncHook",
+                "hook-name": "ResourceSync",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port"],
+                    "relabeling": {
+                        "host": "Base URL",
+                        "login": "User name (basic auth)",
+                        "password": "Password (basic auth)",
+                    },
+                    "placeholders": {
+                        "host": "https://example.org/dataset1/",
+                        "login": "optional",
+                        "password": "optional",
+                        "token": "optional; instead of basic auth",
+                        "headers": '{"X-Api-Key": "..."}',
+                        "allowed_hosts": "cdn.example.org, mirror.example.net",
+                    },
+                },
+                "conn-fields": _CONN_FIELDS,
+            }
+        ],
     }

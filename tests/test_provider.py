@@ -8,9 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import airflow
+import jsonschema
 from airflow.providers_manager import ProvidersManager
+from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
 
 from airflow_provider_resourcesync import __version__
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.get_provider_info import get_provider_info
+from airflow_provider_resourcesync.hooks.resourcesync import EXTRA_FIELDS, ResourceSyncHook
 
 DISTRIBUTION = "airflow-provider-resourcesync"
 
@@ -31,3 +37,43 @@ def test_airflow_providers_list_shows_it(tmp_path: Path) -> None:
     )
     providers = {p["package_name"]: p for p in json.loads(listed.stdout)}
     assert providers[DISTRIBUTION]["version"] == __version__
+
+
+# -- the connection type -------------------------------------------------------------------------
+
+def test_the_connection_type_is_registered_with_its_hook() -> None:
+    hook = ProvidersManagerTaskRuntime().hooks["resourcesync"]
+    assert hook is not None
+    assert hook.hook_class_name == f"{ResourceSyncHook.__module__}.ResourceSyncHook"
+    assert hook.connection_id_attribute_name == "resourcesync_conn_id"
+    assert hook.hook_name == "ResourceSync"
+    assert hook.connection_testable
+
+
+def test_the_connection_form_is_read_from_the_provider_info() -> None:
+    manager = ProvidersManager()
+    widgets = {info.field_name: info for key, info in manager.connection_form_widgets.items()
+               if key.startswith("extra__resourcesync__")}
+    assert set(widgets) == EXTRA_FIELDS
+    assert {name for name, info in widgets.items() if info.is_sensitive} == {"token"}
+    behaviour = manager.field_behaviours["resourcesync"]
+    assert behaviour["hidden_fields"] == ["schema", "port"]
+    assert behaviour["relabeling"]["host"] == "Base URL"
+    assert "extra__resourcesync__allowed_hosts" in behaviour["placeholders"]
+
+
+def test_the_connection_type_follows_the_provider_yaml_schema() -> None:
+    schema = json.loads((Path(airflow.__file__).parent / "provider.yaml.schema.json").read_text())
+    (connection_type,) = get_provider_info()["connection-types"]
+    jsonschema.validate(connection_type, schema["properties"]["connection-types"]["items"])
+
+
+def test_the_form_defaults_are_the_client_defaults() -> None:
+    (connection_type,) = get_provider_info()["connection-types"]
+    defaults = {name: field["schema"].get("default")
+                for name, field in connection_type["conn-fields"].items()}
+    policy = ClientPolicy()
+    assert (defaults["connect_timeout"], defaults["read_timeout"], defaults["max_tries"],
+            defaults["concurrency"], defaults["allow_private"], defaults["verify_tls"]) == (
+        policy.connect_timeout, policy.read_timeout, policy.max_tries,
+        policy.concurrency_per_host, policy.allow_private, policy.verify)

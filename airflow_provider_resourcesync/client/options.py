@@ -1,0 +1,129 @@
+"""Plain options -> :class:`ClientPolicy`: shared by the Airflow connection and the command line.
+
+Callers parse their own input (a connection's fields, command-line flags) into plain values; this
+module checks them and builds the policy, naming the option at fault in every ``ValueError``.
+``None`` leaves the policy's default.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
+
+from .policy import ClientPolicy, Credentials
+
+__all__ = ["check_base_url", "check_host", "policy_from_options"]
+
+_SCHEMES = frozenset({"http", "https"})
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it is an absolute http(s) URL with a host and no user info, else ValueError
+    (whose message never repeats a password)."""
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise ValueError(f"base URL of host {parts.netloc.rpartition('@')[2]!r} carries a user "
+                         "name or password: give them as credentials, not in the URL")
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as error:
+        raise ValueError(f"base URL {url!r} is not a URL: {error}") from None
+    if parts.scheme.lower() not in _SCHEMES or not parts.hostname:
+        raise ValueError(f"base URL {url!r} must be an http:// or https:// URL with a host")
+    return url
+
+
+def check_host(name: str) -> str:
+    """A host name or IP address, lower case, for ``allowed_hosts``; ValueError for a URL or a
+    name with a port or path (the host guard compares host names only)."""
+    host = name.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not host or any(c in host for c in "/@?# ") or (":" in host and not _is_ip(host)):
+        raise ValueError(
+            f"allowed_hosts: {name!r} is not a host name (write a name like cdn.example.org, "
+            "with no scheme, port or path)")
+    return host
+
+
+def policy_from_options(
+    *,
+    base_url: str,
+    username: str | None = None,
+    password: str | None = None,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    user_agent: str | None = None,
+    connect_timeout: float | None = None,
+    read_timeout: float | None = None,
+    max_tries: int | None = None,
+    concurrency: int | None = None,
+    allowed_hosts: Iterable[str] = (),
+    allow_private: bool = False,
+    verify_tls: bool = True,
+) -> ClientPolicy:
+    """The policy for a Source at ``base_url``; credentials and headers bound to its origin.
+
+    :param base_url: the Source's base URL (http or https).
+    :param username: basic auth user; ``password`` goes with it.
+    :param password: basic auth password.
+    :param token: bearer token (instead of basic auth, not with it).
+    :param headers: extra request headers, sent to the base URL's origin only.
+    :param user_agent: the ``User-Agent`` header.
+    :param connect_timeout: seconds to open a connection (> 0).
+    :param read_timeout: seconds to wait for any bytes of a response (> 0).
+    :param max_tries: attempts per request, the first included (>= 1).
+    :param concurrency: requests in flight to one host at once (>= 1).
+    :param allowed_hosts: hosts besides the base URL's that may be fetched from (a CDN).
+    :param allow_private: allow private, loopback and link-local addresses.
+    :param verify_tls: verify TLS certificates.
+    :raises ValueError: naming the option at fault.
+    """
+    check_base_url(base_url)
+    if username and token:
+        raise ValueError("login and token: use basic auth or a bearer token, not both")
+    if password and not username:
+        raise ValueError("password: a password needs a login (for a bearer token use token)")
+    for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be a number of seconds above 0, not {value!r}")
+    for name, count in (("max_tries", max_tries), ("concurrency", concurrency)):
+        if count is not None and count < 1:
+            raise ValueError(f"{name} must be at least 1, not {count!r}")
+    header_pairs = tuple(_check_headers(headers or {}))
+    credentials = None
+    if username or token or header_pairs:
+        credentials = Credentials(base_url, username=username or None,
+                                  password=password if username else None,
+                                  token=token or None, headers=header_pairs)
+    settings: dict[str, object] = {
+        "connect_timeout": connect_timeout, "read_timeout": read_timeout,
+        "max_tries": max_tries, "concurrency_per_host": concurrency,
+        "user_agent": user_agent or None,
+    }
+    return ClientPolicy(
+        **{key: value for key, value in settings.items() if value is not None},  # type: ignore[arg-type]
+        verify=verify_tls,
+        credentials=credentials,
+        allowed_hosts=frozenset(check_host(host) for host in allowed_hosts),
+        allow_private=allow_private,
+    )
+
+
+def _check_headers(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name.strip() or not isinstance(value, str):
+            raise ValueError(f"headers: {name!r}: {value!r} is not a header name and a string "
+                             "value")
+        if any(c in name + value for c in "\r\n") or any(c in name for c in " :"):
+            raise ValueError(f"headers: {name!r} has a character a header cannot carry")
+        yield name.strip(), value
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

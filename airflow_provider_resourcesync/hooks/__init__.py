@@ -1,0 +1,1 @@
+"""Airflow hooks: connections to ResourceSync Sources."""
