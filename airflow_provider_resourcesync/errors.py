@@ -11,6 +11,10 @@ class ResourceSyncError(Exception):
     """Base class of every error this provider raises on purpose."""
 
 
+class ConfigurationError(ResourceSyncError, ValueError):
+    """A connection field or an argument is wrong; the message names it."""
+
+
 class InvalidValueError(ResourceSyncError, ValueError):
     """A single value (datetime, hash, length, ...) is not in the form the spec defines."""
 

@@ -67,10 +67,13 @@ def _origin(url: str) -> str:
 
 
 def _failure(error: ResourceSyncError) -> str:
-    if isinstance(error, FetchError) and error.status is not None:
-        return f"HTTP {error.status}"
+    """What went wrong, without the URL the step already names."""
+    if isinstance(error, FetchError):
+        return f"HTTP {error.status}" if error.status is not None else str(error).split(": ", 1)[-1]
     if isinstance(error, UnsafeContentError):
         return f"refused: {error.message}"
+    if isinstance(error, DocumentError):
+        return error.message
     return str(error)
 
 
@@ -108,6 +111,9 @@ class _Explorer:
             self.note(f"GET {url} -> {_failure(error)}")
             return None
         self._pages[url] = fetched
+        if (fetched.content_type or "").split(";")[0].strip().lower() == "text/html":
+            self.note(f"GET {url} -> an HTML page")
+            return None
         try:
             with DocumentReader(fetched.path, url=fetched.url,
                                 max_bytes=self._client.policy.max_document_bytes) as reader:
@@ -226,5 +232,5 @@ def discover(client: ResourceSyncClient, url: str) -> Discovery:
             explorer.climb(candidate)
         if explorer.found:
             return explorer.result(url, route)
-    raise DocumentError(f"no ResourceSync Source found from {url}: tried "
-                        + "; ".join(explorer.steps), url=url, section="6.3")
+    raise DocumentError("no ResourceSync Source found; tried " + "; ".join(explorer.steps),
+                        url=url, section="6.3")

@@ -1,7 +1,8 @@
 """Plain options -> :class:`ClientPolicy`: shared by the Airflow connection and the command line.
 
 Callers parse their own input (a connection's fields, command-line flags) into plain values; this
-module checks them and builds the policy, naming the option at fault in every ``ValueError``.
+module checks them and builds the policy, naming the option at fault in every
+``ConfigurationError``.
 ``None`` leaves the policy's default.
 """
 
@@ -11,6 +12,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
+from ..errors import ConfigurationError
 from .policy import ClientPolicy, Credentials
 
 __all__ = ["check_base_url", "check_host", "policy_from_options"]
@@ -19,18 +21,19 @@ _SCHEMES = frozenset({"http", "https"})
 
 
 def check_base_url(url: str) -> str:
-    """``url`` if it is an absolute http(s) URL with a host and no user info, else ValueError
+    """``url`` if it is an absolute http(s) URL with a host and no user info, else ConfigurationError
     (whose message never repeats a password)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
-        raise ValueError(f"base URL of host {parts.netloc.rpartition('@')[2]!r} carries a user "
-                         "name or password: give them as credentials, not in the URL")
+        raise ConfigurationError(
+            f"base URL of host {parts.netloc.rpartition('@')[2]!r} carries a user "
+            "name or password: give them as credentials, not in the URL")
     try:
         parts.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError as error:
-        raise ValueError(f"base URL {url!r} is not a URL: {error}") from None
+        raise ConfigurationError(f"base URL {url!r} is not a URL: {error}") from None
     if parts.scheme.lower() not in _SCHEMES or not parts.hostname:
-        raise ValueError(f"base URL {url!r} must be an http:// or https:// URL with a host")
+        raise ConfigurationError(f"base URL {url!r} must be an http:// or https:// URL with a host")
     return url
 
 
@@ -41,7 +44,7 @@ def check_host(name: str) -> str:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if not host or any(c in host for c in "/@?# ") or (":" in host and not _is_ip(host)):
-        raise ValueError(
+        raise ConfigurationError(
             f"allowed_hosts: {name!r} is not a host name (write a name like cdn.example.org, "
             "with no scheme, port or path)")
     return host
@@ -78,19 +81,20 @@ def policy_from_options(
     :param allowed_hosts: hosts besides the base URL's that may be fetched from (a CDN).
     :param allow_private: allow private, loopback and link-local addresses.
     :param verify_tls: verify TLS certificates.
-    :raises ValueError: naming the option at fault.
+    :raises ConfigurationError: naming the option at fault.
     """
     check_base_url(base_url)
     if username and token:
-        raise ValueError("login and token: use basic auth or a bearer token, not both")
+        raise ConfigurationError("login and token: use basic auth or a bearer token, not both")
     if password and not username:
-        raise ValueError("password: a password needs a login (for a bearer token use token)")
+        raise ConfigurationError(
+            "password: a password needs a login (for a bearer token use token)")
     for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout)):
         if value is not None and not value > 0:
-            raise ValueError(f"{name} must be a number of seconds above 0, not {value!r}")
+            raise ConfigurationError(f"{name} must be a number of seconds above 0, not {value!r}")
     for name, count in (("max_tries", max_tries), ("concurrency", concurrency)):
         if count is not None and count < 1:
-            raise ValueError(f"{name} must be at least 1, not {count!r}")
+            raise ConfigurationError(f"{name} must be at least 1, not {count!r}")
     header_pairs = tuple(_check_headers(headers or {}))
     credentials = None
     if username or token or header_pairs:
@@ -114,10 +118,11 @@ def policy_from_options(
 def _check_headers(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:
     for name, value in headers.items():
         if not isinstance(name, str) or not name.strip() or not isinstance(value, str):
-            raise ValueError(f"headers: {name!r}: {value!r} is not a header name and a string "
-                             "value")
+            raise ConfigurationError(
+                f"headers: {name!r}: {value!r} is not a header name and a string "
+                "value")
         if any(c in name + value for c in "\r\n") or any(c in name for c in " :"):
-            raise ValueError(f"headers: {name!r} has a character a header cannot carry")
+            raise ConfigurationError(f"headers: {name!r} has a character a header cannot carry")
         yield name.strip(), value
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ..errors import ConfigurationError
+
 __all__ = ["ClientPolicy", "Credentials", "origin"]
 
 
@@ -33,7 +35,7 @@ class Credentials:
 
     def __post_init__(self) -> None:
         if self.token is not None and self.username is not None:
-            raise ValueError("credentials are basic auth or a bearer token, not both")
+            raise ConfigurationError("credentials are basic auth or a bearer token, not both")
 
     def __repr__(self) -> str:  # never print secrets in logs
         kind = ("bearer" if self.token is not None
@@ -79,4 +81,6 @@ class ClientPolicy:
 
     def __post_init__(self) -> None:
         if self.max_tries < 1 or self.concurrency_per_host < 1:
-            raise ValueError("max_tries and concurrency_per_host must be at least 1")
+            raise ConfigurationError("max_tries and concurrency_per_host must be at least 1")
+        if min(self.connect_timeout, self.read_timeout) <= 0 or self.backoff < 0:
+            raise ConfigurationError("timeouts must be above 0 and backoff not below 0")

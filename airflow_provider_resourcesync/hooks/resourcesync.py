@@ -7,10 +7,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-from airflow.providers.common.compat.connection import (
-    get_async_connection,
-    get_async_extra_dejson,
-)
 from airflow.sdk import BaseHook
 
 from ..client.async_client import AsyncResourceSyncClient
@@ -18,7 +14,7 @@ from ..client.discover import Discovery, discover
 from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
-from ..errors import ResourceSyncError
+from ..errors import ConfigurationError, ResourceSyncError
 
 __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
            "policy_from_connection"]
@@ -83,7 +79,7 @@ class ResourceSyncHook(BaseHook):
     def get_conn(self) -> ResourceSyncClient:
         """The client for the connection's Source, created once per hook; :meth:`close` ends it.
 
-        :raises ValueError: a connection field is wrong (the message names it).
+        :raises ConfigurationError: a connection field is wrong (the message names it).
         """
         if self._client is None:
             base_url, policy = self._connection_settings()
@@ -101,10 +97,10 @@ class ResourceSyncHook(BaseHook):
         """A new async client for the connection's Source, for triggers: the connection is read
         without blocking the event loop. The caller closes it (``async with``).
 
-        :raises ValueError: a connection field is wrong (the message names it).
+        :raises ConfigurationError: a connection field is wrong (the message names it).
         """
-        connection = await get_async_connection(self.resourcesync_conn_id, hook=self)
-        extra = await get_async_extra_dejson(connection)
+        connection = await self.aget_connection(self.resourcesync_conn_id)
+        extra = await connection.aextra_dejson()
         base_url, policy = policy_from_connection(connection, extra=extra)
         self._warn_unknown(extra)
         return AsyncResourceSyncClient(policy, source_urls=[base_url])
@@ -159,34 +155,36 @@ def _summary(found: Discovery) -> str:
 def base_url_from_connection(connection: ConnectionLike) -> str:
     """The base URL: ``host`` as a full URL, or ``schema://host:port`` from a bare host name.
 
-    :raises ValueError: naming the field at fault.
+    :raises ConfigurationError: naming the field at fault.
     """
     host = (connection.host or "").strip()
     schema = (connection.schema or "").strip().lower()
     if not host:
-        raise ValueError("host: the connection has no base URL (write the Source's URL in host, "
-                         "e.g. https://example.org/dataset1/)")
+        raise ConfigurationError(
+            "host: the connection has no base URL (write the Source's URL in host, "
+            "e.g. https://example.org/dataset1/)")
     if "://" in host:
         if schema and schema != urlsplit(host).scheme.lower():
-            raise ValueError(f"schema {connection.schema!r}: host is already a full URL; "
+            raise ConfigurationError(f"schema {connection.schema!r}: host is already a full URL; "
                              "leave schema empty (in a connection URI, URL-encode the whole "
                              "base URL as the host)")
         url = host
     elif schema in {"", "http", "https"}:
         url = f"{schema or 'https'}://{host}"
     else:
-        raise ValueError(f"schema {connection.schema!r}: with a bare host name, schema is the "
-                         "URL scheme (http or https); or write the full URL in host")
+        raise ConfigurationError(
+            f"schema {connection.schema!r}: with a bare host name, schema is the "
+            "URL scheme (http or https); or write the full URL in host")
     if connection.port:
         parts = urlsplit(url)
         if _port(parts) is not None:
-            raise ValueError(f"port {connection.port}: host already names a port; "
+            raise ConfigurationError(f"port {connection.port}: host already names a port; "
                              "leave port empty")
         url = urlunsplit(parts._replace(netloc=f"{parts.netloc}:{connection.port}"))
     try:
         return check_base_url(url)
     except ValueError as error:
-        raise ValueError(f"host: {error}") from None
+        raise ConfigurationError(f"host: {error}") from None
 
 
 def _port(parts: SplitResult) -> int | None:
@@ -204,7 +202,7 @@ def policy_from_connection(connection: ConnectionLike, *, extra: Mapping[str, An
     :param connection: an Airflow ``Connection`` (or anything with its fields).
     :param extra: the connection's extra, already decoded (triggers decode it asynchronously);
         defaults to ``connection.extra_dejson``.
-    :raises ValueError: naming the field at fault.
+    :raises ConfigurationError: naming the field at fault.
     """
     extra = connection.extra_dejson if extra is None else extra
     base_url = base_url_from_connection(connection)
@@ -235,7 +233,8 @@ def _given(extra: Mapping[str, Any], name: str) -> Any:
 def _text(extra: Mapping[str, Any], name: str) -> str | None:
     value = _given(extra, name)
     if value is not None and not isinstance(value, str):
-        raise ValueError(f"extra field {name!r} must be a string, not {type(value).__name__}")
+        raise ConfigurationError(
+            f"extra field {name!r} must be a string, not {type(value).__name__}")
     return value
 
 
@@ -249,10 +248,11 @@ def _number(extra: Mapping[str, Any], name: str, kind: type[int] | type[float]
         try:
             value = kind(value.strip())
         except ValueError:
-            raise ValueError(f"extra field {name!r} must be {noun}, not {value!r}") from None
+            raise ConfigurationError(
+                f"extra field {name!r} must be {noun}, not {value!r}") from None
     allowed = (int,) if kind is int else (int, float)
     if isinstance(value, bool) or not isinstance(value, allowed):
-        raise ValueError(f"extra field {name!r} must be {noun}, not {value!r}")
+        raise ConfigurationError(f"extra field {name!r} must be {noun}, not {value!r}")
     return value
 
 
@@ -264,7 +264,7 @@ def _flag(extra: Mapping[str, Any], name: str, *, default: bool) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
-    raise ValueError(f"extra field {name!r} must be true or false, not {value!r}")
+    raise ConfigurationError(f"extra field {name!r} must be true or false, not {value!r}")
 
 
 def _headers(extra: Mapping[str, Any]) -> dict[str, str]:
@@ -291,4 +291,4 @@ def _hosts(extra: Mapping[str, Any]) -> list[str]:
         return [host for host in value.split(",") if host.strip()]
     if isinstance(value, list) and all(isinstance(host, str) for host in value):
         return value
-    raise ValueError("extra field 'allowed_hosts' must be host names separated by commas")
+    raise ConfigurationError("extra field 'allowed_hosts' must be host names separated by commas")

@@ -78,7 +78,7 @@ def test_the_well_known_uri_comes_before_links_and_robots(
     assert found.route == "well-known"
     assert found.source_description == source.source_description_url
     assert found.capability_lists == (the_capability_list(source),)
-    assert found.steps[0].startswith(f"GET {start} -> not a ResourceSync document")
+    assert found.steps[0] == f"GET {start} -> an HTML page"
     assert found.steps[1] == f"GET {source.source_description_url} -> Source Description"
     assert source.server.count("/robots.txt") == 0
 
@@ -173,7 +173,8 @@ def test_nothing_found_names_every_step_tried(
                   f"GET {server.url(WELL_KNOWN_PATH)} -> HTTP 404",
                   f"GET {server.url('/robots.txt')} -> HTTP 404"):
         assert tried in str(error)
-    assert str(error).startswith(f"{start}: no ResourceSync Source found from {start}: tried ")
+    assert str(error).startswith(f"{start}: no ResourceSync Source found; tried ")
+    assert f"found from {start}" not in str(error)  # the subject is named once, up front
 
 
 def test_a_capability_list_on_a_host_the_guard_refuses_is_skipped_with_a_note(
