@@ -87,3 +87,17 @@ class ContentMismatchError(ResourceSyncError):
 
 class DestinationError(ResourceSyncError):
     """A destination refused a write, or cannot be used."""
+
+
+class SyncIncompleteError(ResourceSyncError):
+    """A sync run committed what it could, but some resources failed; re-running converges.
+
+    :param failures: ``(uri, reason)`` for the first failures, to show.
+    :param failed: how many failed in all.
+    """
+
+    def __init__(self, message: str, *, failures: list[tuple[str, str]], failed: int) -> None:
+        self.failures = failures
+        self.failed = failed
+        shown = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
+        super().__init__(f"{message}: {failed} failed (e.g. {shown})")

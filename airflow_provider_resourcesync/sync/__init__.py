@@ -1,0 +1,1 @@
+"""Baseline, incremental and audit engines: plain Python over the client and a destination."""
