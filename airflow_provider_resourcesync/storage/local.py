@@ -1,0 +1,290 @@
+"""A destination on local disk: objects are files under a root directory.
+
+Layout: the object at ``key`` is ``root/key``; its :class:`ObjectInfo` is JSON at
+``root/.resourcesync/meta/key`` (the same tree shape as the objects, so the metadata can never
+clash where the objects do not); writes are staged in ``root/.resourcesync/tmp/`` (the same
+filesystem) and committed with :func:`os.replace`, which is atomic: readers and a process that
+dies see the old object or the new one. Files are not fsynced (that would cost more than a
+fetch): after a power loss, recent writes may be lost, which an audit by hash finds. The
+metadata is replaced after the object: a crash in between leaves new data with old metadata,
+which the next sync detects by hash and fixes.
+
+Limitation of local disks (S3 has none): a path cannot be a file and a directory at once, so
+keys ``a`` and ``a/b`` (URIs ``/x`` and ``/x/y`` both mirrored) cannot both be held. The second
+write raises :class:`DestinationError` naming both keys, and nothing stored is lost.
+
+Keys are relative; a key that would resolve outside the root (``..``, an absolute path, a symbolic
+link on the way) is refused, whatever produced it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import quote
+
+from ..errors import DestinationError
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.hashes import Hashes
+from .base import Destination, ObjectInfo, Staged
+from .keys import RESERVED_PREFIX
+
+__all__ = ["LocalDestination", "key_segments"]
+
+_TMP = RESERVED_PREFIX + "tmp"
+_META = RESERVED_PREFIX + "meta"
+_INTERNAL = (_TMP + "/", _META + "/")
+
+
+def key_segments(key: str) -> list[str]:
+    """The ``/``-separated segments of a relative key.
+
+    :raises DestinationError: for an absolute key, an empty, ``.`` or ``..`` segment, or a NUL.
+    """
+    segments = key.split("/")
+    if not key or key.startswith("/") or "\x00" in key or any(
+            segment in ("", ".", "..") for segment in segments):
+        raise DestinationError(
+            f"key {key!r} is not a relative path of non-empty segments without '.' or '..'")
+    return segments
+
+
+class LocalDestination(Destination):
+    """Objects as files under ``root`` (created if missing).
+
+    :param root: the directory holding the mirror.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(os.path.realpath(root))
+        self.url = self.root.as_uri() + "/"
+        self._tmp = self.root / _TMP
+        try:
+            self._tmp.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DestinationError(f"{self.root}: cannot create the mirror's directories: {exc}"
+                                   ) from exc
+        # Creating directories and pruning empty ones must not interleave across threads.
+        self._tree = threading.Lock()
+
+    # -- paths -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _segments(key: str) -> list[str]:
+        segments = key_segments(key)
+        if key in (_TMP, _META) or key.startswith(_INTERNAL):
+            raise DestinationError(f"key {key!r} is inside the destination's own working area")
+        return segments
+
+    def _path(self, key: str) -> Path:
+        """The file of ``key``, checked to stay under the root with no symbolic link on the way."""
+        path = os.path.join(self.root, *self._segments(key))
+        if os.path.realpath(path) != path:
+            raise DestinationError(f"key {key!r} resolves outside {self.root} (a symbolic link "
+                                   "or a path that escapes the root)")
+        return Path(path)
+
+    def _meta_path(self, key: str) -> Path:
+        return self.root / _META / key
+
+    def _prepare(self, key: str, path: Path, meta: Path) -> None:
+        """Create the parent directories of ``path`` and ``meta``; refuse a file/directory clash."""
+        for parent in (path.parent, meta.parent):
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise self._file_in_the_way(key, parent) from None
+        if path.is_dir():
+            below = next(self._walk(path), None)
+            holding = f" holding the key {below!r}" if below else ""
+            raise DestinationError(
+                f"key {key!r} cannot be written: it is a directory{holding}, and a local disk "
+                "cannot hold both (use S3, or a prefix mapping that separates them)")
+
+    def _file_in_the_way(self, key: str, parent: Path) -> DestinationError:
+        for ancestor in (parent, *parent.parents):
+            if ancestor.is_file() or ancestor.is_symlink():
+                other = ancestor.relative_to(self.root).as_posix()
+                if other.startswith(_META + "/"):
+                    other = other[len(_META) + 1:]
+                return DestinationError(
+                    f"key {key!r} cannot be written: the key {other!r} is a file where it needs "
+                    "a directory, and a local disk cannot hold both (use S3, or a prefix "
+                    "mapping that separates them)")
+        return DestinationError(f"key {key!r}: cannot create {parent}")
+
+    def _walk(self, top: Path, prefix: str = "") -> Iterator[str]:
+        """Regular files under ``top`` whose keys start with ``prefix``, in sorted order; the
+        reserved prefix only if ``prefix`` asks for it, the working area never."""
+        hidden = _INTERNAL if prefix.startswith(RESERVED_PREFIX) else (RESERVED_PREFIX,)
+        for directory, dirs, files in os.walk(top):
+            base = Path(directory).relative_to(self.root).as_posix()
+            base = "" if base == "." else base + "/"
+            dirs[:] = sorted(
+                name for name in dirs if (child := base + name + "/") not in hidden
+                and (child.startswith(prefix) or prefix.startswith(child)))
+            for name in sorted(files):
+                key = base + name
+                if key.startswith(prefix) and not os.path.islink(os.path.join(directory, name)):
+                    yield key
+
+    def _prune(self, directory: Path, stop: Path) -> None:
+        """Remove empty directories from ``directory`` up to (not including) ``stop``."""
+        while directory != stop and stop in directory.parents:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
+            directory = directory.parent
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def stage(self, key: str) -> _LocalStaged:
+        self._path(key)
+        with _os_errors(f"cannot stage {key!r} in {self._tmp}"):
+            return _LocalStaged(self, key)
+
+    def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
+        """Rename ``staged`` to the object at ``key``, then replace its metadata (or drop it)."""
+        path, meta = self._path(key), self._meta_path(key)
+        data = _info_json(info) if info is not None else None
+        with self._tree, _os_errors(f"cannot write {key!r} under {self.root}"):
+            self._prepare(key, path, meta)
+            os.replace(staged, path)
+            if data is None:
+                meta.unlink(missing_ok=True)
+                return
+            fd, temporary = tempfile.mkstemp(dir=self._tmp, prefix="meta-")
+            try:
+                with os.fdopen(fd, "wb") as file:
+                    file.write(data)
+                os.replace(temporary, meta)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+
+    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        """Write a small object whole; a file has no content type and no :class:`ObjectInfo`."""
+        staged = self.stage(key)
+        with staged:
+            staged.file.write(data)
+            staged.install(None)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def info(self, key: str) -> ObjectInfo | None:
+        if not self._path(key).is_file():
+            return None
+        try:
+            data = self._meta_path(key).read_bytes()
+        except FileNotFoundError:
+            return None
+        return _info_from_json(data, key)
+
+    def open(self, key: str) -> BinaryIO:
+        with _os_errors(f"cannot read the object at {key!r} under {self.root}"):
+            return self._path(key).open("rb")
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        top = self.root / prefix.rpartition("/")[0]
+        if os.path.realpath(top) != str(top) or not top.is_dir():
+            return iter(())
+        return self._walk(top, prefix)
+
+    def object_url(self, key: str) -> str:
+        self._segments(key)
+        return self.url + quote(key)
+
+    # -- changing --------------------------------------------------------------------------------
+
+    def delete(self, key: str) -> None:
+        path, meta = self._path(key), self._meta_path(key)
+        with self._tree, _os_errors(f"cannot delete {key!r} under {self.root}"):
+            if path.is_dir():
+                raise DestinationError(f"key {key!r} is a directory, not an object")
+            path.unlink(missing_ok=True)
+            meta.unlink(missing_ok=True)
+            self._prune(path.parent, self.root)
+            self._prune(meta.parent, self.root / _META)
+
+    def move(self, key: str, to_key: str) -> None:
+        path, meta = self._path(key), self._meta_path(key)
+        to_path, to_meta = self._path(to_key), self._meta_path(to_key)
+        with self._tree, _os_errors(f"cannot move {key!r} to {to_key!r} under {self.root}"):
+            if not path.is_file():
+                raise DestinationError(f"cannot move {key!r} to {to_key!r}: there is no object "
+                                       f"at {key!r}")
+            self._prepare(to_key, to_path, to_meta)
+            os.replace(path, to_path)
+            if meta.is_file():
+                os.replace(meta, to_meta)
+            else:
+                to_meta.unlink(missing_ok=True)
+            self._prune(path.parent, self.root)
+            self._prune(meta.parent, self.root / _META)
+
+
+class _LocalStaged(Staged):
+    """A staging file in the destination's working area, renamed into place on commit."""
+
+    def __init__(self, destination: LocalDestination, key: str) -> None:
+        fd, self._temporary = tempfile.mkstemp(dir=destination._tmp, prefix="stage-")
+        super().__init__(key, os.fdopen(fd, "w+b"))
+        self._destination = destination
+
+    def _publish(self, info: ObjectInfo) -> None:
+        self.install(info)
+
+    def install(self, info: ObjectInfo | None) -> None:
+        """Rename the staged bytes into place, with ``info`` if any."""
+        if self.committed:
+            raise DestinationError(f"the staged object at {self.key!r} was already committed")
+        with _os_errors(f"cannot write {self.key!r}"):
+            self.file.flush()
+        self._destination._install(self.key, self._temporary, info)
+        self.committed = True
+
+    def close(self) -> None:
+        self.file.close()
+        if not self.committed:
+            Path(self._temporary).unlink(missing_ok=True)
+
+
+@contextmanager
+def _os_errors(what: str) -> Iterator[None]:
+    """Turn an operating system's refusal into a :class:`DestinationError` saying ``what``."""
+    try:
+        yield
+    except OSError as exc:
+        raise DestinationError(f"{what}: {exc}") from exc
+
+
+def _info_json(info: ObjectInfo) -> bytes:
+    return json.dumps({
+        "uri": info.uri,
+        "length": info.length,
+        "hash": str(info.hashes),
+        "lastmod": format_datetime(info.lastmod) if info.lastmod is not None else None,
+        "type": info.type,
+    }, ensure_ascii=False).encode()
+
+
+def _info_from_json(data: bytes, key: str) -> ObjectInfo:
+    try:
+        value = json.loads(data)
+        return ObjectInfo(
+            uri=value["uri"], length=int(value["length"]), hashes=Hashes.parse(value["hash"]),
+            lastmod=parse_datetime(value["lastmod"]) if value["lastmod"] is not None else None,
+            type=value["type"],
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DestinationError(f"the metadata of {key!r} is not readable: {exc}") from exc

@@ -1,0 +1,258 @@
+"""A destination in S3: objects under a prefix of a bucket, through a boto3 client the caller built.
+
+A write is staged in a local temporary file and uploaded on commit: a single PUT below
+``multipart_threshold``, a multipart upload (smart-open) above it; either way S3 shows the object
+whole or not at all, and a failed multipart upload is aborted. The :class:`ObjectInfo` travels as
+user metadata (``x-amz-meta-uri``, ``-length``, ``-hash``, ``-lastmod``, ``-type``) and the type as
+``Content-Type``. S3 limits user metadata to 2 KB: a URI too long for it is refused.
+
+Every error from botocore becomes a :class:`DestinationError` naming the bucket, the key and the
+error code.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO
+from urllib.parse import quote, unquote
+
+import smart_open.s3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ..errors import DestinationError
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.hashes import Hashes
+from .base import Destination, ObjectInfo, Staged
+from .keys import RESERVED_PREFIX
+from .local import key_segments
+
+__all__ = ["S3Destination"]
+
+_MIB = 1024 * 1024
+#: S3's limits: parts of 5 MiB at least (the last excepted), 10,000 parts, 2 KB of metadata.
+_MIN_PART_SIZE = 5 * _MIB
+_MAX_PARTS = 10_000
+_MAX_METADATA = 2048
+#: Printable ASCII but ``%`` passes as it is in ``x-amz-meta-uri``; the rest is percent-encoded.
+_URI_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
+_NOT_FOUND = frozenset({"404", "NoSuchKey", "NotFound"})
+_BINARY = "application/octet-stream"
+
+
+class S3Destination(Destination):
+    """Objects under ``prefix`` in ``bucket``.
+
+    :param client: a boto3 S3 client (the Airflow hook builds it from the user's connection).
+    :param bucket: the bucket's name.
+    :param prefix: the key prefix of the mirror; a ``/`` is added if it lacks one.
+    :param multipart_threshold: objects of this size or more go up as multipart uploads.
+    :param part_size: the size of each part (at least 5 MiB; more for objects over 10,000 parts).
+    :param page_size: keys asked for per listing request.
+    """
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "", *,
+                 multipart_threshold: int = 8 * _MIB, part_size: int = 8 * _MIB,
+                 page_size: int = 1000) -> None:
+        if not bucket or "/" in bucket:
+            raise DestinationError(f"{bucket!r} is not a bucket name")
+        prefix = prefix.lstrip("/")
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        if prefix:
+            key_segments(prefix[:-1])
+        self.client = client
+        self.bucket = bucket
+        self.prefix = prefix
+        self.url = f"s3://{bucket}/{prefix}"
+        self._multipart_threshold = multipart_threshold
+        self._part_size = max(part_size, _MIN_PART_SIZE)
+        self._page_size = page_size
+
+    def _key(self, key: str) -> str:
+        key_segments(key)
+        return self.prefix + key
+
+    @contextmanager
+    def _errors(self, action: str, key: str) -> Iterator[None]:
+        """botocore's errors (and smart-open's wrapping of them) as :class:`DestinationError`."""
+        try:
+            yield
+        except ClientError as exc:
+            raise self._error(action, key, exc) from exc
+        except (BotoCoreError, ValueError, OSError) as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ClientError):
+                raise self._error(action, key, cause) from exc
+            raise DestinationError(f"s3://{self.bucket}/{self.prefix}{key}: {action} failed: "
+                                   f"{exc}") from exc
+
+    def _error(self, action: str, key: str, exc: ClientError) -> DestinationError:
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", "unknown"))
+        message = error.get("Message") or exc
+        kind = _Missing if code in _NOT_FOUND else DestinationError
+        return kind(f"s3://{self.bucket}/{self.prefix}{key}: {action} failed: {code} "
+                    f"({message}) in bucket {self.bucket!r}")
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def stage(self, key: str) -> Staged:
+        self._key(key)
+        return _S3Staged(self, key)
+
+    def _upload(self, key: str, file: BinaryIO, info: ObjectInfo) -> None:
+        metadata = _metadata(info)
+        size = sum(len(name) + len(value) for name, value in metadata.items())
+        if size > _MAX_METADATA:
+            raise DestinationError(
+                f"s3://{self.bucket}/{self.prefix}{key}: the description of {info.uri} needs "
+                f"{size} bytes of metadata, more than S3's {_MAX_METADATA}")
+        length = file.seek(0, 2)
+        file.seek(0)
+        extra = {"Metadata": metadata, "ContentType": info.type or _BINARY}
+        with self._errors("upload", key):
+            if length < self._multipart_threshold:
+                self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=file,
+                                       **extra)
+                return
+            part_size = max(self._part_size, -(-length // _MAX_PARTS))
+            with tempfile.TemporaryFile() as buffer:
+                self._multipart(key, file, buffer, part_size, extra)
+
+    def _multipart(self, key: str, file: BinaryIO, buffer: BinaryIO, part_size: int,
+                   extra: dict[str, Any]) -> None:
+        """Upload ``file`` in parts, buffered in ``buffer`` (a file: memory stays flat).
+
+        smart_open.s3.open, not smart_open.open: no compression guessed from the key's extension,
+        no credentials or versionId parsed out of it. Its writer aborts the upload when its
+        ``with`` block fails, but not when ``close()`` does (the last part goes up there), so
+        the abort is ours. An abort that fails too leaves an incomplete upload, invisible as
+        an object (a bucket lifecycle rule AbortIncompleteMultipartUpload reclaims it).
+        """
+        upload = smart_open.s3.open(
+            self.bucket, self._key(key), "wb", client=self.client,
+            client_kwargs={"S3.Client.create_multipart_upload": extra},
+            min_part_size=part_size, writebuffer=buffer)
+        try:
+            shutil.copyfileobj(file, upload, _MIB)
+            upload.close()
+        except BaseException:
+            with suppress(ClientError, BotoCoreError):
+                upload.terminate()
+            raise
+
+    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        with self._errors("write", key):
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data,
+                                   ContentType=content_type)
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def info(self, key: str) -> ObjectInfo | None:
+        head = self._head(key)
+        if head is None:
+            return None
+        return _info(head.get("Metadata", {}), f"s3://{self.bucket}/{self.prefix}{key}")
+
+    def _head(self, key: str) -> dict[str, Any] | None:
+        """The object's headers; None if there is none (S3 answers a HEAD in a missing bucket
+        with a bare 404 too: the first GET or PUT names the bucket)."""
+        try:
+            with self._errors("head", key):
+                return self.client.head_object(Bucket=self.bucket, Key=self._key(key))
+        except _Missing:
+            return None
+
+    def exists(self, key: str) -> bool:
+        return self._head(key) is not None
+
+    def open(self, key: str) -> BinaryIO:
+        with self._errors("read", key):
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+
+    def read_bytes(self, key: str) -> bytes | None:
+        """A small object whole, in one request; None if there is none."""
+        try:
+            with self.open(key) as body, self._errors("read", key):
+                return body.read()
+        except _Missing:
+            return None
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix,
+                                   PaginationConfig={"PageSize": self._page_size})
+        reserved = prefix.startswith(RESERVED_PREFIX)
+        with self._errors("list", prefix):
+            for page in pages:
+                for item in page.get("Contents", ()):
+                    key = item["Key"][len(self.prefix):]
+                    if reserved or not key.startswith(RESERVED_PREFIX):
+                        yield key
+
+    def object_url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{self._key(key)}"
+
+    # -- changing --------------------------------------------------------------------------------
+
+    def delete(self, key: str) -> None:
+        with self._errors("delete", key):
+            self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def move(self, key: str, to_key: str) -> None:
+        """Copy (with the metadata) then delete; objects up to S3's 5 GB copy limit."""
+        source = {"Bucket": self.bucket, "Key": self._key(key)}
+        with self._errors(f"copy to {self.prefix}{to_key}", key):
+            self.client.copy_object(Bucket=self.bucket, Key=self._key(to_key),
+                                    CopySource=source, MetadataDirective="COPY")
+        self.delete(key)
+
+
+class _S3Staged(Staged):
+    """A local temporary file, uploaded on commit."""
+
+    def __init__(self, destination: S3Destination, key: str) -> None:
+        super().__init__(key, tempfile.TemporaryFile())  # noqa: SIM115 - closed by close()
+        self._destination = destination
+
+    def _publish(self, info: ObjectInfo) -> None:
+        if self.committed:
+            raise DestinationError(f"the staged object at {self.key!r} was already committed")
+        self.file.flush()
+        self._destination._upload(self.key, self.file, info)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _Missing(DestinationError):
+    """S3 has no object at the key."""
+
+
+def _metadata(info: ObjectInfo) -> dict[str, str]:
+    """The description as ``x-amz-meta-*`` values: ASCII, the URI percent-encoded."""
+    metadata = {"uri": quote(info.uri, safe=_URI_SAFE), "length": str(info.length),
+                "hash": quote(str(info.hashes), safe=_URI_SAFE)}
+    if info.lastmod is not None:
+        metadata["lastmod"] = format_datetime(info.lastmod)
+    if info.type is not None:
+        metadata["type"] = quote(info.type, safe=_URI_SAFE)
+    return metadata
+
+
+def _info(metadata: dict[str, str], url: str) -> ObjectInfo | None:
+    """The description read back; None for an object written without one."""
+    if "uri" not in metadata or "length" not in metadata:
+        return None
+    try:
+        return ObjectInfo(
+            uri=unquote(metadata["uri"]), length=int(metadata["length"]),
+            hashes=Hashes.parse(unquote(metadata.get("hash", ""))),
+            lastmod=parse_datetime(metadata["lastmod"]) if "lastmod" in metadata else None,
+            type=unquote(metadata["type"]) if "type" in metadata else None,
+        )
+    except ValueError as exc:
+        raise DestinationError(f"{url}: the object's metadata is not readable: {exc}") from exc

@@ -1,0 +1,527 @@
+"""The mirror describes itself: its own ResourceSync documents under ``.resourcesync/``.
+
+At the destination, :class:`MirrorState` keeps
+
+- ``resourcelist.xml``: a Resource List (10.1) of every object held, split into
+  ``resourcelist-NNNNN.xml`` parts under an index past 50,000 entries (10.2). Each entry's
+  ``loc`` is the object's URL at the destination (or under ``public_base_url``, to republish it),
+  ``lastmod`` when the mirror's copy last changed, ``rs:md`` its hash, length and type, and an
+  ``rs:ln rel="via"`` to the origin URI with the origin's hash, length and ``modified`` (14.8).
+  The object's key travels in a ``mirror:key`` attribute of ``rs:md`` (:data:`NAMESPACE`);
+- ``changes/<UTC timestamp>.xml``: a Change List (12.1) per run that applied changes;
+- ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
+  Description (8) that make the mirror a Source others can sync from;
+- ``checkpoint.json``: the last checkpoint, written last: the recovery path when the XCom is gone.
+
+During a run the state lives in a temporary SQLite file, so memory stays flat for a million
+resources; one connection serves every thread, behind a lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+from urllib.parse import quote, unquote
+
+from ..errors import DocumentError, InvalidValueError
+from ..protocol.closing import ClosedOnExit
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.hashes import Digester, Hashes
+from ..protocol.model import Change, Document, DocumentKind, Entry, Head, Link, Metadata
+from ..protocol.reader import DocumentReader
+from ..protocol.split import write_split
+from ..protocol.writer import document_bytes
+from .base import Destination, ObjectInfo
+from .keys import RESERVED_PREFIX
+
+__all__ = [
+    "CAPABILITY_LIST",
+    "CHANGES",
+    "CHECKPOINT",
+    "DESCRIPTION",
+    "NAMESPACE",
+    "RESOURCE_LIST",
+    "MirrorState",
+    "ObjectRecord",
+]
+
+RESOURCE_LIST = RESERVED_PREFIX + "resourcelist.xml"
+CAPABILITY_LIST = RESERVED_PREFIX + "capabilitylist.xml"
+DESCRIPTION = RESERVED_PREFIX + "description.xml"
+CHECKPOINT = RESERVED_PREFIX + "checkpoint.json"
+CHANGES = RESERVED_PREFIX + "changes/"
+#: The namespace of the attribute that names each object's key in the mirror's Resource List.
+NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
+
+_KEY = f"{{{NAMESPACE}}}key"
+_PART_PREFIX = RESERVED_PREFIX + "resourcelist-"
+_PART_NAME = re.compile(r"resourcelist-\d{5}\.xml")
+_XML = "application/xml"
+_VERSION = 1
+_BATCH = 5_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_CHANGES = frozenset(change.value for change in Change)
+
+_SCHEMA = """
+CREATE TABLE records (
+    uri TEXT PRIMARY KEY, key TEXT NOT NULL, length INTEGER NOT NULL, hash TEXT NOT NULL,
+    lastmod INTEGER, type TEXT,
+    stored INTEGER,                   -- when the mirror's copy changed; NULL: since the last save
+    seen INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE TABLE removed (uri TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE changes (
+    at INTEGER NOT NULL, seq INTEGER NOT NULL, uri TEXT NOT NULL, change TEXT NOT NULL,
+    PRIMARY KEY (at, seq)
+) WITHOUT ROWID;
+"""
+_COLUMNS = "uri, key, length, hash, lastmod, type, stored"
+_PUT = f"""
+INSERT INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (uri) DO UPDATE SET
+    stored = CASE WHEN (key, length, hash, lastmod, type)
+                    IS (excluded.key, excluded.length, excluded.hash, excluded.lastmod,
+                        excluded.type)
+             THEN stored ELSE excluded.stored END,
+    key = excluded.key, length = excluded.length, hash = excluded.hash,
+    lastmod = excluded.lastmod, type = excluded.type
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRecord:
+    """One object the mirror holds: the origin's URI, its key, and the origin's description."""
+
+    uri: str
+    key: str
+    length: int
+    hashes: Hashes
+    lastmod: datetime | None = None
+    type: str | None = None
+
+    @classmethod
+    def of(cls, key: str, info: ObjectInfo) -> ObjectRecord:
+        return cls(info.uri, key, info.length, info.hashes, info.lastmod, info.type)
+
+    @property
+    def info(self) -> ObjectInfo:
+        return ObjectInfo(self.uri, self.length, self.hashes, self.lastmod, self.type)
+
+
+class MirrorState(ClosedOnExit):
+    """What the mirror holds, indexed in a temporary SQLite file for one run.
+
+    Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
+
+    :param destination: where the mirror lives.
+    :param public_base_url: the URL the destination is published under (``https://...``), for
+        a mirror others sync from (14.8); by default each ``loc`` is the destination's own URL.
+    """
+
+    def __init__(self, destination: Destination, *, public_base_url: str | None = None) -> None:
+        self.destination = destination
+        if public_base_url is not None and not public_base_url.endswith("/"):
+            public_base_url += "/"
+        self._base = public_base_url
+        fd, self._path = tempfile.mkstemp(prefix="resourcesync-state-", suffix=".sqlite")
+        os.close(fd)
+        self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
+        for pragma in ("journal_mode = WAL", "synchronous = OFF", "cache_size = -16000",
+                       "temp_store = FILE"):
+            self._db.execute(f"PRAGMA {pragma}")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self._checkpoint: dict[str, Any] | None = None
+        self._saved_at: datetime | None = None
+        self._changelist: str | None = None
+
+    @classmethod
+    def load(cls, destination: Destination, *, public_base_url: str | None = None
+             ) -> MirrorState:
+        """The state recorded at ``destination`` (empty if none), streamed into SQLite.
+
+        :raises DocumentError: if a stored document cannot be read or was not written by us.
+        :raises DestinationError: if the destination cannot be read.
+        """
+        state = cls(destination, public_base_url=public_base_url)
+        try:
+            state._load()
+        except BaseException:
+            state.close()
+            raise
+        return state
+
+    # -- records ---------------------------------------------------------------------------------
+
+    def get(self, uri: str) -> ObjectRecord | None:
+        with self._lock:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM records WHERE uri = ?",
+                                   (uri,)).fetchone()
+        return _record(row) if row is not None else None
+
+    def put(self, record: ObjectRecord) -> None:
+        """Record an object (replacing what was recorded for its URI)."""
+        row = _row(record)
+        with self._transaction():
+            self._db.execute(_PUT, row)
+            self._db.execute("DELETE FROM removed WHERE uri = ?", (record.uri,))
+
+    def remove(self, uri: str) -> None:
+        """Forget the object of ``uri`` (its key is kept for this run's Change List)."""
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO removed SELECT uri, key FROM records "
+                             "WHERE uri = ?", (uri,))
+            self._db.execute("DELETE FROM records WHERE uri = ?", (uri,))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT count(*) FROM records").fetchone()[0]
+
+    def records(self) -> Iterator[ObjectRecord]:
+        """Every record, ordered by URI, streamed."""
+        for row in self._scan(f"SELECT {_COLUMNS} FROM records WHERE uri > ?"):
+            yield _record(row)
+
+    # -- what the Source no longer lists ---------------------------------------------------------
+
+    def mark_seen(self, uri: str) -> None:
+        """Note that the Source still lists ``uri`` (nothing if the mirror does not hold it)."""
+        with self._lock:
+            self._db.execute("UPDATE records SET seen = 1 WHERE uri = ?", (uri,))
+
+    def unseen(self) -> Iterator[str]:
+        """The URIs held and not marked seen since the state was loaded, ordered, streamed."""
+        for row in self._scan("SELECT uri FROM records WHERE seen = 0 AND uri > ?"):
+            yield row[0]
+
+    def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
+        """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
+        in bounded memory), then the rest is streamed. Marks from before are cleared."""
+        with self._lock:
+            self._db.execute("UPDATE records SET seen = 0")
+        for batch in _batches(seen):
+            with self._transaction():
+                self._db.executemany("UPDATE records SET seen = 1 WHERE uri = ?",
+                                     ((uri,) for uri in batch))
+        return self.unseen()
+
+    # -- checkpoint ------------------------------------------------------------------------------
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint of the last :meth:`save`; None if there was none."""
+        return self._checkpoint
+
+    # -- saving ----------------------------------------------------------------------------------
+
+    def save(self, *, at: datetime, checkpoint: dict[str, Any],
+             changes: Iterable[tuple[str, str, datetime]] = ()) -> None:
+        """Write the mirror's documents, then ``checkpoint.json``.
+
+        :param at: the time of the run (the Resource List's ``at``, the Change List's ``until``).
+        :param checkpoint: the checkpoint to keep, JSON-serializable.
+        :param changes: this run's ``(uri, change, datetime)``, for its Change List; each URI
+            is one the state holds or removed since it was loaded.
+        :raises InvalidValueError: for a naive datetime, a change that is not created, updated
+            or deleted, a URI the state never held, or a checkpoint JSON cannot carry; nothing
+            is written then.
+        """
+        stamp = _micros(at, "at")
+        with self._lock:
+            self._db.execute("DELETE FROM changes")
+        window = self._stage_changes(changes)
+        changelist = self._changelist
+        if window is not None:
+            changelist = CHANGES + at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ") + ".xml"
+        try:
+            record = json.dumps({
+                "version": _VERSION, "saved_at": format_datetime(at),
+                "changelist": changelist, "checkpoint": checkpoint,
+            }, ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError) as exc:
+            raise InvalidValueError(f"the checkpoint cannot be written as JSON: {exc}") from exc
+        with self._transaction():
+            self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
+        self._write_resource_list(at)
+        if window is not None and changelist is not None:
+            start = min(window[0], self._saved_at) if self._saved_at else window[0]
+            self._write_change_list(changelist, start, max(window[1], at))
+            self._changelist = changelist
+        self._write_document(CAPABILITY_LIST, Head(
+            md=Metadata(capability="capabilitylist"),
+            links=(Link(rel="up", href=self.url(DESCRIPTION)),)), self._capabilities())
+        self._write_document(DESCRIPTION, Head(md=Metadata(capability="description")), [
+            Entry(self.url(CAPABILITY_LIST), md=Metadata(capability="capabilitylist"))])
+        self.destination.write_bytes(CHECKPOINT, record.encode(), "application/json")
+        with self._transaction():
+            self._db.execute("DELETE FROM removed")
+            self._db.execute("DELETE FROM changes")
+        self._checkpoint = json.loads(record)["checkpoint"]
+        self._saved_at = at
+
+    def url(self, key: str) -> str:
+        """Where the object at ``key`` is published: under ``public_base_url`` if given, else
+        the destination's own URL."""
+        if self._base is not None:
+            return self._base + quote(key, safe="/")
+        return self.destination.object_url(key)
+
+    def close(self) -> None:
+        """Drop the temporary SQLite file."""
+        self._db.close()
+        for path in (self._path, self._path + "-wal", self._path + "-shm"):
+            if os.path.exists(path):
+                os.unlink(path)
+
+    # -- internals: SQLite -----------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _scan(self, query: str, page: int = 1_000) -> Iterator[Sequence[Any]]:
+        """Rows of ``query`` (whose first column is the ``uri`` its ``uri > ?`` pages on), in
+        pages fetched under the lock, so callers may write to the state while they iterate."""
+        last = ""
+        while True:
+            with self._lock:
+                rows = self._db.execute(f"{query} ORDER BY uri LIMIT ?", (last, page)).fetchall()
+            yield from rows
+            if len(rows) < page:
+                return
+            last = rows[-1][0]
+
+    def _stage_changes(self, changes: Iterable[tuple[str, str, datetime]]
+                       ) -> tuple[datetime, datetime] | None:
+        """Put ``changes`` in SQLite, checked; their first and last datetime, if any."""
+        seq = 0
+        for batch in _batches(changes):
+            rows = []
+            for uri, change, when in batch:
+                if change not in _CHANGES:
+                    raise InvalidValueError(f"change {change!r} of {uri} is not one of "
+                                            f"{', '.join(sorted(_CHANGES))}")
+                rows.append((_micros(when, f"the datetime of {uri}'s change"), seq, uri, change))
+                seq += 1
+            with self._transaction():
+                self._db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", rows)
+        with self._lock:
+            unknown = self._db.execute(
+                "SELECT uri FROM changes WHERE uri NOT IN (SELECT uri FROM records) "
+                "AND uri NOT IN (SELECT uri FROM removed) LIMIT 1").fetchone()
+            first, last = self._db.execute("SELECT min(at), max(at) FROM changes").fetchone()
+        if unknown is not None:
+            raise InvalidValueError(f"a change of {unknown[0]}, which the mirror neither holds "
+                                    "nor removed in this run")
+        return None if first is None else (_datetime(first), _datetime(last))
+
+    def _insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        for batch in _batches(rows):
+            with self._transaction():
+                self._db.executemany(
+                    f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    batch)
+
+    # -- internals: reading the documents --------------------------------------------------------
+
+    def _load(self) -> None:
+        data = self.destination.read_bytes(CHECKPOINT)
+        if data is not None:
+            self._read_checkpoint(data)
+        if not self.destination.exists(RESOURCE_LIST):
+            return
+        parts: list[str] = []
+        with self._reader(RESOURCE_LIST) as reader:
+            kind = reader.head.kind
+            if kind is DocumentKind.RESOURCE_LIST_INDEX:
+                parts = [self._part_key(entry, reader.url) for entry in reader]
+            elif kind is DocumentKind.RESOURCE_LIST:
+                self._insert(_entry_row(entry, reader.url) for entry in reader)
+            else:
+                raise DocumentError("the mirror's Resource List is not a Resource List",
+                                    url=reader.url, section="10.1")
+        for part in parts:
+            with self._reader(part) as reader:
+                self._insert(_entry_row(entry, reader.url) for entry in reader)
+
+    @contextmanager
+    def _reader(self, key: str) -> Iterator[DocumentReader]:
+        with self.destination.open(key) as stream, DocumentReader(
+                stream, url=self.destination.object_url(key)) as reader:
+            yield reader
+
+    def _read_checkpoint(self, data: bytes) -> None:
+        url = self.destination.object_url(CHECKPOINT)
+        try:
+            value = json.loads(data)
+            if value["version"] != _VERSION:
+                raise ValueError(f"version {value['version']!r}, not {_VERSION}")
+            self._saved_at = parse_datetime(value["saved_at"])
+            self._changelist = value["changelist"]
+            self._checkpoint = value["checkpoint"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url
+                                ) from exc
+
+    @staticmethod
+    def _part_key(entry: Entry, url: str) -> str:
+        """The key of a part the index lists, by its name (the base URL may have changed)."""
+        name = unquote(entry.loc.rstrip("/").rpartition("/")[2])
+        if not _PART_NAME.fullmatch(name):
+            raise DocumentError(f"the index lists {entry.loc}, not a part of the mirror's "
+                                "Resource List", url=url, line=entry.line, section="10.2")
+        return RESERVED_PREFIX + name
+
+    # -- internals: writing the documents --------------------------------------------------------
+
+    def _write_resource_list(self, at: datetime) -> None:
+        head = Head(md=Metadata(capability="resourcelist", at=at),
+                    links=(Link(rel="up", href=self.url(CAPABILITY_LIST)),),
+                    namespaces={"mirror": NAMESPACE})
+        entries = (self._resource_entry(row) for row in self._scan(
+            f"SELECT {_COLUMNS} FROM records WHERE uri > ?"))
+        written = self._write_list(head, entries, RESOURCE_LIST,
+                                   lambda number: f"{_PART_PREFIX}{number:05d}.xml")
+        for key in list(self.destination.keys(_PART_PREFIX)):
+            if key not in written:
+                self.destination.delete(key)
+
+    def _resource_entry(self, row: Sequence[Any]) -> Entry:
+        record = _record(row)
+        hashes = record.hashes or None
+        return Entry(
+            self.url(record.key), lastmod=_datetime(row[6]),
+            md=Metadata(hash=hashes, length=record.length, type=record.type,
+                        extra={_KEY: record.key}),
+            links=(Link(rel="via", href=record.uri, modified=record.lastmod, hash=hashes,
+                        length=record.length, type=record.type),))
+
+    def _write_change_list(self, key: str, start: datetime, end: datetime) -> None:
+        head = Head(md=Metadata(capability="changelist", from_=start, until=end),
+                    links=(Link(rel="up", href=self.url(CAPABILITY_LIST)),))
+        self._write_list(head, self._change_entries(), key,
+                         lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
+
+    def _change_entries(self) -> Iterator[Entry]:
+        last: tuple[int, int] = (-(2**63), -1)
+        query = ("SELECT c.at, c.seq, c.uri, c.change, coalesce(r.key, d.key), r.length, "
+                 "r.hash, r.lastmod, r.type, r.stored FROM changes c "
+                 "LEFT JOIN records r ON r.uri = c.uri LEFT JOIN removed d ON d.uri = c.uri "
+                 "WHERE (c.at, c.seq) > (?, ?) ORDER BY c.at, c.seq LIMIT ?")
+        while True:
+            with self._lock:
+                rows = self._db.execute(query, (*last, 1_000)).fetchall()
+            for when, _, uri, change, key, length, hash_, lastmod, type_, stored in rows:
+                held = length is not None and change != Change.DELETED
+                hashes = (Hashes.parse(hash_) or None) if held else None
+                yield Entry(
+                    self.url(key), lastmod=_datetime(stored) if held else None,
+                    md=Metadata(change=change, datetime=_datetime(when), hash=hashes,
+                                length=length if held else None, type=type_ if held else None),
+                    links=(Link(rel="via", href=uri, modified=_datetime(lastmod) if held else None,
+                                hash=hashes, length=length if held else None,
+                                type=type_ if held else None),))
+            if len(rows) < 1_000:
+                return
+            last = (rows[-1][0], rows[-1][1])
+
+    def _write_list(self, head: Head, entries: Iterable[Entry], key: str,
+                    part_key: Callable[[int], str]) -> set[str]:
+        """A list at ``key``, split into parts named by ``part_key`` if it must be; the keys
+        written."""
+        keys = {self.url(key): key}
+
+        def part_url(number: int) -> str:
+            part = part_key(number)
+            keys[self.url(part)] = part
+            return self.url(part)
+
+        urls = write_split(head, entries, url=self.url(key), part_url=part_url,
+                           open_output=lambda url: self._output(keys[url]))
+        return {keys[url] for url in urls}
+
+    @contextmanager
+    def _output(self, key: str) -> Iterator[IO[bytes]]:
+        """A staged document at ``key``, committed with its hash and length on a clean exit."""
+        with self.destination.stage(key) as staged:
+            yield staged.file
+            staged.file.seek(0)
+            digester = Digester(("md5", "sha-256"))
+            while chunk := staged.file.read(1024 * 1024):
+                digester.update(chunk)
+            staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
+                                     type=_XML))
+
+    def _capabilities(self) -> list[Entry]:
+        entries = [Entry(self.url(RESOURCE_LIST), md=Metadata(capability="resourcelist"))]
+        if self._changelist is not None:
+            entries.append(Entry(self.url(self._changelist), md=Metadata(capability="changelist")))
+        return entries
+
+    def _write_document(self, key: str, head: Head, entries: list[Entry]) -> None:
+        self.destination.write_bytes(key, document_bytes(Document(head, entries)), _XML)
+
+
+# -- rows --------------------------------------------------------------------------------------
+
+def _micros(value: datetime | None, what: str = "lastmod") -> int | None:
+    """Microseconds since the epoch: exact, and ordered as the instants are."""
+    if value is None:
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidValueError(f"{what} {value!r} has no time zone")
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def _datetime(micros: int | None) -> datetime | None:
+    return None if micros is None else _EPOCH + timedelta(microseconds=micros)
+
+
+def _row(record: ObjectRecord) -> tuple[Any, ...]:
+    return (record.uri, record.key, record.length, str(record.hashes),
+            _micros(record.lastmod), record.type, None)
+
+
+def _record(row: Sequence[Any]) -> ObjectRecord:
+    uri, key, length, hash_, lastmod, type_ = row[:6]
+    return ObjectRecord(uri, key, length, Hashes.parse(hash_), _datetime(lastmod), type_)
+
+
+def _entry_row(entry: Entry, url: str) -> tuple[Any, ...]:
+    """A Resource List entry of ours as a row: origin from the ``via`` link, key from
+    ``mirror:key``."""
+    md = entry.md
+    via = entry.links_for("via")
+    key = md.extra.get(_KEY) if md is not None else None
+    if md is None or md.length is None or not via or key is None:
+        raise DocumentError(f"the entry for {entry.loc} lacks the via link, length or mirror:key "
+                            "the mirror writes: the Resource List is not the mirror's own",
+                            url=url, line=entry.line, section="14.8")
+    return (via[0].href, key, md.length, str(md.hash or ""), _micros(via[0].modified),
+            md.type, _micros(entry.lastmod))
+
+
+def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

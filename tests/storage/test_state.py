@@ -1,0 +1,337 @@
+"""The mirror's own state: saved as ResourceSync documents, loaded back through SQLite."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote
+
+import psutil
+import pytest
+
+from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
+from airflow_provider_resourcesync.protocol.hashes import Hashes
+from airflow_provider_resourcesync.protocol.model import DocumentKind
+from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo
+from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.state import (
+    CAPABILITY_LIST,
+    CHECKPOINT,
+    DESCRIPTION,
+    RESOURCE_LIST,
+    MirrorState,
+    ObjectRecord,
+)
+
+T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+T1 = T0 + timedelta(hours=1)
+T2 = T0 + timedelta(hours=2)
+
+
+def record(n: int, *, length: int | None = None) -> ObjectRecord:
+    uri = f"https://example.org/r/{n:06d}" + ("?é=1" if n % 7 == 0 else "")
+    return ObjectRecord(uri=uri, key=f"https/example.org/r/{n:06d}",
+                        length=n if length is None else length,
+                        hashes=Hashes.of(md5=f"{n:032x}", sha_256=f"{n:064x}"),
+                        lastmod=T0 - timedelta(days=1, microseconds=n) if n % 5 else None,
+                        type="text/plain" if n % 3 else None)
+
+
+@pytest.fixture(params=["local", "s3"])
+def destination(request: pytest.FixtureRequest) -> Destination:
+    return request.getfixturevalue(request.param)
+
+
+def documents(destination: Destination) -> Iterator[tuple[str, bytes]]:
+    for key in sorted(destination.keys(RESERVED_PREFIX)):
+        data = destination.read_bytes(key)
+        assert data is not None
+        yield key, data
+
+
+def assert_documents_validate(destination: Destination) -> None:
+    for key, data in documents(destination):
+        if key.endswith(".xml"):
+            findings = validate_source(data, url=key)
+            assert not has_errors(findings), (key, [str(f) for f in findings])
+
+
+def test_save_then_load_sees_every_record(destination: Destination) -> None:
+    records = [record(n) for n in range(25)]
+    with MirrorState.load(destination) as state:
+        assert len(state) == 0 and state.checkpoint() is None
+        for item in reversed(records):
+            state.put(item)
+        state.save(at=T0, checkpoint={"position": "x"})
+    with MirrorState.load(destination) as state:
+        assert len(state) == 25
+        assert list(state.records()) == records  # ordered by URI
+        assert state.get(records[7].uri) == records[7]
+        assert state.get("https://example.org/nothing") is None
+        assert state.checkpoint() == {"position": "x"}
+    assert_documents_validate(destination)
+
+
+def test_the_resource_list_republishes_with_via_links(destination: Destination) -> None:
+    with MirrorState.load(destination) as state:
+        for n in range(1, 4):
+            state.put(record(n))
+        state.save(at=T0, checkpoint={})
+    document = read_document(destination.read_bytes(RESOURCE_LIST) or b"")
+    assert document.kind is DocumentKind.RESOURCE_LIST
+    assert document.head.md is not None and document.head.md.at == T0
+    assert document.head.namespaces["mirror"] == "urn:airflow-provider-resourcesync:mirror"
+    assert document.head.up == destination.object_url(CAPABILITY_LIST)
+    for n, entry in enumerate(document.entries, start=1):
+        item = record(n)
+        assert entry.loc == destination.object_url(item.key)
+        assert entry.lastmod == T0  # when the mirror's copy changed
+        assert entry.md is not None
+        assert (entry.md.hash, entry.md.length, entry.md.type) == (
+            item.hashes, item.length, item.type)
+        (via,) = entry.links_for("via")
+        assert (via.href, via.hash, via.length, via.modified, via.type) == (
+            item.uri, item.hashes, item.length, item.lastmod, item.type)
+    capabilities = read_document(destination.read_bytes(CAPABILITY_LIST) or b"")
+    assert capabilities.kind is DocumentKind.CAPABILITY_LIST
+    assert capabilities.head.up == destination.object_url(DESCRIPTION)
+    assert [e.loc for e in capabilities] == [destination.object_url(RESOURCE_LIST)]
+    description = read_document(destination.read_bytes(DESCRIPTION) or b"")
+    assert description.kind is DocumentKind.SOURCE_DESCRIPTION
+    assert [e.loc for e in description] == [destination.object_url(CAPABILITY_LIST)]
+    assert_documents_validate(destination)
+
+
+def test_public_base_url_for_republishing(local: LocalDestination) -> None:
+    item = ObjectRecord("https://example.org/a b", "https/example.org/a%20b", 1, Hashes(()))
+    with MirrorState.load(local, public_base_url="https://mirror.example.net/data") as state:
+        state.put(item)
+        state.save(at=T0, checkpoint={})
+    document = read_document(local.read_bytes(RESOURCE_LIST) or b"")
+    # the key's own '%' is escaped: an HTTP server decodes the path back to the key
+    assert [e.loc for e in document] == ["https://mirror.example.net/data/https/example.org/a%2520b"]
+    assert document.head.up == "https://mirror.example.net/data/" + quote(CAPABILITY_LIST)
+    with MirrorState.load(local) as state:  # the base may change between runs
+        assert list(state.records()) == [item]
+
+
+def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> None:
+    with MirrorState.load(local) as state:
+        state.put(record(1))
+        state.put(record(2))
+        state.save(at=T0, checkpoint={})
+    with MirrorState.load(local) as state:
+        state.put(record(1))  # the same again: a skip-unchanged re-baseline
+        state.put(record(2, length=99))
+        state.save(at=T1, checkpoint={})
+    entries = read_document(local.read_bytes(RESOURCE_LIST) or b"").entries
+    assert [e.lastmod for e in entries] == [T0, T1]
+
+
+def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
+        local: LocalDestination) -> None:
+    count = 60_000
+    with MirrorState.load(local) as state:
+        for n in range(count):
+            state.put(record(n))
+        state.save(at=T0, checkpoint={"n": count})
+    index = read_document(local.read_bytes(RESOURCE_LIST) or b"")
+    assert index.kind is DocumentKind.RESOURCE_LIST_INDEX
+    parts = sorted(local.keys(RESERVED_PREFIX + "resourcelist-"))
+    assert [e.loc for e in index] == [local.object_url(key) for key in parts]
+    assert len(parts) == 2
+    for key in (RESOURCE_LIST, *parts):
+        with local.open(key) as stream:
+            assert not has_errors(validate_source(stream, url=key))
+
+    process = psutil.Process()
+    baseline = peak = process.memory_info().rss
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.01):
+            peak = max(peak, process.memory_info().rss)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        state = MirrorState.load(local)
+        assert len(state) == count
+        assert sum(1 for _ in state.records()) == count
+        assert state.get(record(54_321).uri) == record(54_321)
+    finally:
+        done.set()
+        sampler.join()
+    growth = (peak - baseline) / 1024 / 1024
+    print(f"peak RSS growth loading {count} records: {growth:.1f} MiB")
+    # 60,000 records as Python objects take ~60 MB; the state keeps them in SQLite
+    assert growth < 25
+
+    with state:  # shrinking back to one document drops the parts
+        for n in range(10, count):
+            state.remove(record(n).uri)
+        state.save(at=T1, checkpoint={})
+    assert list(local.keys(RESERVED_PREFIX + "resourcelist-")) == []
+    with MirrorState.load(local) as state:
+        assert len(state) == 10
+
+
+def test_checkpoint_round_trip_and_file(destination: Destination) -> None:
+    checkpoint = {"version": 1, "position": {"at": "2024-01-02T03:04:05Z", "done": 3},
+                  "list": "https://example.org/changelist.xml", "ü": None}
+    with MirrorState.load(destination) as state:
+        state.save(at=T0, checkpoint=checkpoint)
+        assert state.checkpoint() == checkpoint
+    with MirrorState.load(destination) as state:
+        assert state.checkpoint() == checkpoint
+    stored = json.loads(destination.read_bytes(CHECKPOINT) or b"")
+    assert stored["checkpoint"] == checkpoint
+    assert stored["saved_at"] == "2024-01-02T03:04:05Z"
+
+
+def test_unseen_and_removal(destination: Destination) -> None:
+    with MirrorState.load(destination) as state:
+        for n in range(6):
+            state.put(record(n))
+        state.save(at=T0, checkpoint={})
+    with MirrorState.load(destination) as state:
+        listed = [record(n).uri for n in (0, 2, 4)] + ["https://example.org/new"]
+        gone = list(state.uris_not_in(iter(listed)))
+        assert gone == [record(n).uri for n in (1, 3, 5)]
+        state.mark_seen(record(3).uri)
+        assert list(state.unseen()) == [record(1).uri, record(5).uri]
+        for uri in state.unseen():  # removing while iterating is fine
+            state.remove(uri)
+        assert list(state.unseen()) == []
+        assert state.get(record(1).uri) is None and len(state) == 4
+        assert list(state.uris_not_in([])) == [record(n).uri for n in (0, 2, 3, 4)]
+        state.save(at=T1, checkpoint={}, changes=[
+            (record(1).uri, "deleted", T1), (record(5).uri, "deleted", T1)])
+    with MirrorState.load(destination) as state:
+        assert [r.uri for r in state.records()] == [record(n).uri for n in (0, 2, 3, 4)]
+
+
+def change_list(destination: Destination) -> tuple[str, Any]:
+    capabilities = read_document(destination.read_bytes(CAPABILITY_LIST) or b"")
+    (entry,) = [e for e in capabilities if e.md is not None and e.md.capability == "changelist"]
+    key = entry.loc[len(destination.url):]
+    if isinstance(destination, LocalDestination):
+        key = key.replace("%25", "%")
+    return key, read_document(destination.read_bytes(key) or b"")
+
+
+def test_a_change_list_per_run(destination: Destination) -> None:
+    with MirrorState.load(destination) as state:
+        state.put(record(1))
+        state.put(record(2))
+        state.save(at=T0, checkpoint={}, changes=[(record(2).uri, "created", T0),
+                                                  (record(1).uri, "created", T0)])
+        first, _ = change_list(destination)
+        assert first == RESERVED_PREFIX + "changes/20240102T030405.000000Z.xml"
+    with MirrorState.load(destination) as state:
+        state.put(record(1, length=50))
+        state.remove(record(2).uri)
+        state.put(record(3))
+        # out of order, and one change from before the previous run (the Source's time)
+        state.save(at=T2, checkpoint={}, changes=[
+            (record(3).uri, "created", T1 + timedelta(minutes=5)),
+            (record(2).uri, "deleted", T1),
+            (record(1).uri, "updated", T0 - timedelta(minutes=1)),
+        ])
+        key, document = change_list(destination)
+        assert key == RESERVED_PREFIX + "changes/20240102T050405.000000Z.xml"
+        assert document.head.md.from_ == T0 - timedelta(minutes=1)
+        assert document.head.md.until == T2
+        assert [(e.md.change, e.md.datetime) for e in document] == [
+            ("updated", T0 - timedelta(minutes=1)), ("deleted", T1),
+            ("created", T1 + timedelta(minutes=5))]
+        updated, deleted, created = document.entries
+        assert updated.loc == destination.object_url(record(1).key)
+        assert updated.md.length == 50 and updated.lastmod == T2
+        (via,) = updated.links_for("via")
+        assert (via.href, via.length, via.hash) == (record(1).uri, 50, record(1).hashes)
+        assert deleted.loc == destination.object_url(record(2).key)
+        assert deleted.md.hash is None and deleted.links_for("via")[0].href == record(2).uri
+        assert created.links_for("via")[0].href == record(3).uri
+        state.save(at=T2 + timedelta(hours=1), checkpoint={})  # no changes: no new list
+        assert change_list(destination)[0] == key
+    assert_documents_validate(destination)
+    assert len(list(destination.keys(RESERVED_PREFIX + "changes/"))) == 2
+
+
+def test_refused_saves_write_nothing(local: LocalDestination) -> None:
+    with MirrorState.load(local) as state:
+        state.put(record(1))
+        state.save(at=T0, checkpoint={"a": 1})
+        before = dict(documents(local))
+        for changes in ([("https://example.org/never-held", "deleted", T1)],
+                        [(record(1).uri, "moved", T1)],
+                        [(record(1).uri, "updated", T1.replace(tzinfo=None))]):
+            with pytest.raises(InvalidValueError):
+                state.save(at=T1, checkpoint={"a": 2}, changes=changes)
+        with pytest.raises(InvalidValueError, match="JSON"):
+            state.save(at=T1, checkpoint={"a": object()})
+        with pytest.raises(InvalidValueError):
+            state.put(ObjectRecord("https://x/", "k", 1, Hashes(()), T0.replace(tzinfo=None)))
+        assert dict(documents(local)) == before
+        assert state.checkpoint() == {"a": 1}
+
+
+def test_threads_share_one_state(local: LocalDestination) -> None:
+    with MirrorState.load(local) as state:
+        errors: list[BaseException] = []
+
+        def work(worker: int) -> None:
+            try:
+                for n in range(worker, 2_000, 8):
+                    state.put(record(n))
+                    assert state.get(record(n).uri) == record(n)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [] and len(state) == 2_000
+
+
+def test_close_removes_the_temporary_file(local: LocalDestination) -> None:
+    state = MirrorState.load(local)
+    path = state._path
+    assert os.path.exists(path)
+    state.close()
+    assert not any(os.path.exists(path + suffix) for suffix in ("", "-wal", "-shm"))
+
+
+def test_a_resource_list_not_written_by_the_mirror_is_refused(local: LocalDestination) -> None:
+    local.write_bytes(RESOURCE_LIST, b"""<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"
+        xmlns:rs="http://www.openarchives.org/rs/terms/">
+  <rs:md capability="resourcelist" at="2024-01-01T00:00:00Z"/>
+  <url><loc>https://example.org/a</loc><rs:md length="1"/></url>
+</urlset>""", "application/xml")
+    with pytest.raises(DocumentError, match="via"):
+        MirrorState.load(local)
+    local.write_bytes(CHECKPOINT, b"{not json", "application/json")
+    with pytest.raises(DocumentError, match="checkpoint"):
+        MirrorState.load(local)
+
+
+def test_object_record_and_info(local: LocalDestination) -> None:
+    item = record(3)
+    assert ObjectRecord.of(item.key, item.info) == item
+    assert item.info == ObjectInfo(item.uri, item.length, item.hashes, item.lastmod, item.type)
+    with local.stage(item.key) as staged:
+        staged.commit(item.info)
+    assert local.info(item.key) == item.info
+
