@@ -27,6 +27,7 @@ from ..errors import DocumentError, UnsafeContentError
 from .closing import ClosedOnExit, FinishedOnSuccess
 from .hashes import Digester
 from .model import (
+    MAX_ENTRIES,
     Change,
     Document,
     DocumentKind,
@@ -34,8 +35,10 @@ from .model import (
     Head,
     Metadata,
 )
-from .reader import read_document
-from .writer import document_bytes
+from .order import required_order
+from .paths import manifest_path_problem, member_name_problem
+from .reader import DocumentReader
+from .writer import Serializer, document_bytes
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -63,7 +66,6 @@ _METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 _ENCRYPTED = 0x1  # general purpose bit flag 0 (APPNOTE 4.4.4)
 _FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest ZIP time: packages are reproducible
 _UNIX = 3  # "version made by" host system, so that readers take external_attr as a mode
-_DRIVE = re.compile(r"[A-Za-z]:")
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_SEGMENT = 100
 _MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError)
@@ -79,7 +81,9 @@ class PackageLimits:
     :param max_ratio: uncompressed / compressed size of one member (a compression bomb's tell).
     :param ratio_min_size: members smaller than this are exempt from ``max_ratio``: small files
         of repeated bytes compress far better than 100:1 and are harmless.
-    :param max_manifest_size: bytes of ``manifest.xml``, which is held in memory whole.
+    :param max_manifest_size: bytes of ``manifest.xml``, whose entries are held in memory.
+    :param max_manifest_entries: entries of ``manifest.xml`` (section 7: at most 50,000 in one
+        ``<urlset>``, which a manifest is).
     """
 
     max_members: int = 100_000
@@ -88,6 +92,7 @@ class PackageLimits:
     max_ratio: float = 100.0
     ratio_min_size: int = _MIB
     max_manifest_size: int = 100 * _MIB
+    max_manifest_entries: int = MAX_ENTRIES
 
 
 DEFAULT_LIMITS = PackageLimits()
@@ -131,8 +136,9 @@ class DumpPackage(ClosedOnExit):
     """An opened, checked dump package: its :attr:`manifest` and its bitstreams.
 
     Made by :func:`open_package`. Bitstreams are read straight from the ZIP, never extracted;
-    every stream raises :class:`UnsafeContentError` if its member turns out larger or smaller
-    than its central directory says, or corrupt.
+    every stream raises :class:`UnsafeContentError` if its member ends before the size its
+    central directory declares, or is corrupt. No member yields more than its declared size:
+    :mod:`zipfile` stops there, and data that would inflate further fails the CRC check.
     """
 
     def __init__(self, archive: zipfile.ZipFile, *, url: str, limits: PackageLimits) -> None:
@@ -161,8 +167,17 @@ class DumpPackage(ClosedOnExit):
                 f"no {MANIFEST_NAME} at the top level of the package", url=self.url,
                 section=_MANIFEST_SECTIONS,
             )
-        with self._open_member(info) as stream:
-            return read_document(stream, url=self.manifest_url, max_bytes=limits.max_manifest_size)
+        with (self._open_member(info) as stream,
+              DocumentReader(stream, url=self.manifest_url,
+                             max_bytes=limits.max_manifest_size) as reader):
+            entries = []
+            for entry in reader:
+                if len(entries) == limits.max_manifest_entries:
+                    raise UnsafeContentError(
+                        f"more than {limits.max_manifest_entries} entries in the manifest",
+                        rule="manifest entry cap", url=self.manifest_url, line=entry.line)
+                entries.append(entry)
+            return Document(reader.head, entries)
 
     def _member_of(self, entry: Entry) -> zipfile.ZipInfo | None:
         """The member holding ``entry``'s bitstream; None for a ``deleted`` change (13.2)."""
@@ -178,11 +193,8 @@ class DumpPackage(ClosedOnExit):
 
     def _resolve(self, path: str, *, line: int | None = None) -> zipfile.ZipInfo:
         """The file a manifest ``path`` names: ``/`` then a safe name of a file of the package."""
-        member = path.removeprefix("/")
-        if member == path:
-            problem: str | None = "does not start with '/'"
-        else:
-            problem = _name_problem(member)
+        problem = manifest_path_problem(path)
+        member = path[1:]
         if problem is None and member not in self._files:
             problem = "names no file in the package"
         if problem is not None:
@@ -268,7 +280,7 @@ def _checked_files(archive: zipfile.ZipFile, limits: PackageLimits, url: str
 
 def _check_member(info: zipfile.ZipInfo, limits: PackageLimits, url: str) -> None:
     name = info.orig_filename
-    problem = _name_problem(name.removesuffix("/") if info.is_dir() else name)
+    problem = member_name_problem(name.removesuffix("/") if info.is_dir() else name)
     if problem is not None:
         raise _unsafe(name, problem, "ZIP member names stay inside the package", url)
     file_type = stat.S_IFMT(info.external_attr >> 16)
@@ -292,29 +304,15 @@ def _check_member(info: zipfile.ZipInfo, limits: PackageLimits, url: str) -> Non
         )
 
 
-def _name_problem(name: str) -> str | None:
-    """Why a member name could escape the package or alias another one; None if it is safe."""
-    if name.startswith(("/", "\\")) or _DRIVE.match(name):
-        return "is an absolute path"
-    if "\\" in name:
-        return "contains a backslash"
-    if "\x00" in name:
-        return "contains a NUL character"
-    for segment in name.split("/"):
-        if segment in ("", ".", ".."):
-            return f"has a {segment!r} segment"
-    return None
-
-
 def _unsafe(member: str, problem: str, rule: str, url: str) -> UnsafeContentError:
     return UnsafeContentError(f"member {member!r} {problem}", rule=rule, url=url)
 
 
 class _MemberStream(io.RawIOBase):
-    """A member's bytes, counted: more than its declared size, or fewer, raise.
+    """A member's bytes, counted: ending before its declared size raises, as does corrupt data.
 
-    The declared size was checked against the caps when the package was opened, so this also
-    enforces them should the compressed data inflate beyond what the central directory says.
+    :mod:`zipfile` reads no more than the declared size (checked against the caps when the
+    package was opened) and then checks the CRC, which data inflating further fails.
     """
 
     def __init__(self, raw: IO[bytes], info: zipfile.ZipInfo, url: str) -> None:
@@ -334,8 +332,6 @@ class _MemberStream(io.RawIOBase):
         except _MEMBER_ERRORS as exc:
             raise self._error(f"is corrupt: {exc}") from None
         self._count += len(data)
-        if self._count > self._declared:
-            raise self._error(f"inflates beyond its declared {self._declared} bytes")
         if not data and wanted and self._count < self._declared:
             raise self._error(f"ends at {self._count} of its declared {self._declared} bytes")
         buffer[: len(data)] = data
@@ -362,8 +358,10 @@ class PackageWriter(FinishedOnSuccess):
     member can never look like a compression bomb to a reader); the manifest is deflated.
 
     Entries are listed in the manifest in the order they were added: for a Change Dump that must
-    be forward chronological order (13.2), which is the caller's to keep. If an ``add`` raises,
-    the package is incomplete: discard the stream.
+    be forward chronological order (13.2), and a change earlier than the one before is refused
+    before its bitstream is written. An entry whose values cannot be written in the manifest is
+    refused then too. Should ``add`` raise anything else, the package is incomplete: discard
+    the stream.
     """
 
     def __init__(self, stream: IO[bytes], head: Head) -> None:
@@ -377,6 +375,8 @@ class PackageWriter(FinishedOnSuccess):
         self.head = head
         self.kind: DocumentKind = kind
         self._prefix = "/resources" if kind is DocumentKind.RESOURCE_DUMP_MANIFEST else "/changes"
+        self._serializer = Serializer(head.root, head.namespaces)
+        self._order = required_order(kind)
         self._zip = zipfile.ZipFile(stream, "w")
         self._entries: list[Entry] = []
         self._used: set[str] = set()
@@ -392,6 +392,8 @@ class PackageWriter(FinishedOnSuccess):
         :returns: the entry as recorded: ``path``, ``hash`` (md5, sha-256) and ``length`` set.
         :raises ContentMismatchError: the data does not match the entry's ``hash`` or ``length``.
         :raises DocumentError: in a Change Dump, the entry is not a ``created``/``updated`` change.
+        :raises InvalidValueError: the entry cannot be written in the manifest, or is a change
+            earlier than the one before (13.2); nothing of it is written.
         """
         self._check_open()
         md = entry.md or Metadata()
@@ -401,6 +403,7 @@ class PackageWriter(FinishedOnSuccess):
                 f"{entry.loc}: a change with a bitstream is 'created' or 'updated', not "
                 f"{md.change!r} (add deletes with add_deleted)", section="13.2",
             )
+        self._check_entry(entry)
         path = self._claim(_path_for(self._prefix, entry.loc))
         info = _zip_info(path[1:], zipfile.ZIP_STORED)
         info.file_size = md.length or 0  # a hint: ZIP64 is used where it may be needed
@@ -412,11 +415,14 @@ class PackageWriter(FinishedOnSuccess):
         digester.verify(entry.loc, hashes=md.hash, length=md.length)
         recorded = replace(
             entry, md=replace(md, path=path, hash=digester.hashes(), length=digester.length))
-        self._entries.append(recorded)
+        self._record(recorded)
         return recorded
 
     def add_deleted(self, entry: Entry) -> Entry:
-        """Record a ``deleted`` change: no bitstream and no path (13.2)."""
+        """Record a ``deleted`` change: no bitstream and no path (13.2).
+
+        :raises InvalidValueError: as :meth:`add`.
+        """
         self._check_open()
         if self.kind is not DocumentKind.CHANGE_DUMP_MANIFEST or entry.change is not Change.DELETED:
             raise DocumentError(
@@ -424,7 +430,8 @@ class PackageWriter(FinishedOnSuccess):
                 section="13.2",
             )
         recorded = replace(entry, md=replace(entry.md, path=None))
-        self._entries.append(recorded)
+        self._check_entry(recorded)
+        self._record(recorded)
         return recorded
 
     def close(self) -> None:
@@ -439,6 +446,17 @@ class PackageWriter(FinishedOnSuccess):
     def _check_open(self) -> None:
         if self._closed:
             raise DocumentError("the package is already closed")
+
+    def _check_entry(self, entry: Entry) -> None:
+        """Refuse, before anything of it is written, an entry the manifest could not list."""
+        self._serializer.entry(entry)
+        if self._order is not None:
+            self._order.require(entry)
+
+    def _record(self, entry: Entry) -> None:
+        self._entries.append(entry)
+        if self._order is not None:
+            self._order.advance(entry)
 
     def _claim(self, path: str) -> str:
         """``path``, or ``path`` with ``-vN`` before its extension, unused so far (any case)."""

@@ -10,19 +10,22 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import IO, NamedTuple
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DocumentError, InvalidValueError
+from .datetimes import format_datetime
 from .model import (
     MAX_DOCUMENT_BYTES,
     MAX_ENTRIES,
+    DocumentKind,
     Entry,
     Head,
     Link,
     Metadata,
     Root,
 )
+from .order import ChangeOrder, ForwardOrder, package_start
 from .writer import Serializer
 
 __all__ = ["default_part_url", "write_split"]
@@ -55,19 +58,10 @@ def default_part_url(url: str, number: int) -> str:
     return urlunsplit((scheme, netloc, path, query, fragment))
 
 
-class _Item(NamedTuple):
-    """A serialized entry waiting for its part."""
+class _Spool:
+    """Serialized entries, held in memory up to a size and then on disk."""
 
-    data: bytes
-    time: datetime | None
-    loc: str
-
-
-class _Part:
-    """A part being filled: its serialized entries, spooled to memory and then to disk."""
-
-    def __init__(self, from_: datetime | None) -> None:
-        self.from_ = from_
+    def __init__(self) -> None:
         self.size = 0
         self.count = 0
         self._body = tempfile.SpooledTemporaryFile(max_size=_SPOOL_MEMORY)  # noqa: SIM115
@@ -77,12 +71,97 @@ class _Part:
         self.size += len(data)
         self.count += 1
 
+    def extend(self, other: _Spool) -> None:
+        other.copy_to(self._body)
+        self.size += other.size
+        self.count += other.count
+
     def copy_to(self, stream: IO[bytes]) -> None:
         self._body.seek(0)
         shutil.copyfileobj(self._body, stream)
 
+    def reset(self) -> None:
+        self._body.seek(0)
+        self._body.truncate()
+        self.size = self.count = 0
+
     def close(self) -> None:
         self._body.close()
+
+
+class _Part(_Spool):
+    """A part being filled, from ``from_`` (a change document's) on."""
+
+    def __init__(self, from_: datetime | None) -> None:
+        super().__init__()
+        self.from_ = from_
+
+
+class _Run(_Spool):
+    """Entries no part boundary may separate: in a change document, the changes at one time and
+    those without a time that follow them. A part that begins with the run begins at ``start``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.start: datetime | None = None
+        self.first_loc = ""
+
+    def add_entry(self, data: bytes, loc: str) -> None:
+        if not self.count:
+            self.first_loc = loc
+        self.add(data)
+
+
+class _Times:
+    """The times that place a change document's entries in parts, checked as they come.
+
+    A Change List's (or Change Dump Manifest's) entries are changes, at their change time in
+    forward chronological order (12.1, 13.2; :class:`~.order.ChangeOrder`, the validator's rule);
+    a Change Dump's are packages, from their ``from`` (else ``lastmod``) to their ``until``
+    (13.1). A part may begin at an entry that starts later than every entry before it starts,
+    and not before any of them ends: the earlier part then ends there (its ``until`` is strictly
+    after its last change) and the next begins at the same instant, so that parts neither
+    overlap nor leave a gap (12.2), and a Destination that goes on after a part's ``until``
+    misses nothing. Every time lies within the document's ``from`` and ``until``.
+    """
+
+    def __init__(self, head: Head, kind: DocumentKind) -> None:
+        self._dump = kind is DocumentKind.CHANGE_DUMP
+        self._order = (ForwardOrder(package_start, kind.section) if self._dump
+                       else ChangeOrder(kind.section))
+        self._from = head.md.from_ if head.md is not None else None
+        self._until = head.md.until if head.md is not None else None
+        #: The latest start, and the latest end, of the entries taken so far.
+        self._latest: tuple[datetime, datetime] | None = None
+
+    def run_start(self, entry: Entry) -> datetime | None:
+        """Take the next entry: where a part may begin at it, or None if it may not.
+
+        :raises InvalidValueError: the entry is earlier than the one before it, or outside the
+            document's interval.
+        """
+        self._order.require(entry)
+        start = self._order.advance(entry)
+        if start is None:
+            return None
+        until = entry.md.until if self._dump and entry.md is not None else None
+        end = start if until is None else max(start, until)
+        self._check_window(entry, start, end)
+        latest = self._latest
+        self._latest = (start, end) if latest is None else (start, max(latest[1], end))
+        if latest is None or (start > latest[0] and start >= latest[1]):
+            return start
+        return None
+
+    def _check_window(self, entry: Entry, start: datetime, end: datetime) -> None:
+        if self._from is not None and start < self._from:
+            raise InvalidValueError(
+                f"{entry.loc}: {format_datetime(start)} is before the document's from "
+                f"{format_datetime(self._from)} (section {self._order.section})")
+        if self._until is not None and end > self._until:
+            raise InvalidValueError(
+                f"{entry.loc}: {format_datetime(end)} is after the document's until "
+                f"{format_datetime(self._until)} (section {self._order.section})")
 
 
 class _Index:
@@ -140,12 +219,12 @@ def _index_head(head: Head) -> Head:
 
 
 class _Splitter:
-    """Fills parts greedily and writes each when the next entry does not fit (see write_split).
+    """Fills parts greedily, run by run, and writes each when the next run does not fit (see
+    :func:`write_split`). Outside change documents every entry is a run of its own.
 
     Part 1 might still turn out to be the whole document, whose head is shorter than a part's (no
-    ``index`` link): entries that fit the whole document but not part 1 wait in ``_tail`` (no
-    more bytes than that difference) until the input ends (one document) or overflows (then
-    they open part 2).
+    ``index`` link): runs that fit the whole document but not part 1 wait in ``_tail`` until the
+    input ends (one document) or overflows (then they open part 2).
     """
 
     def __init__(
@@ -166,6 +245,8 @@ class _Splitter:
         kind = head.kind
         self._uses_from = kind is not None and kind.uses_from
         self._uses_at = kind is not None and kind.uses_at
+        self._times = _Times(head, kind) if kind is not None and kind.uses_from and (
+            not kind.is_index) else None
         self._serializer = Serializer(head.root, head.namespaces)
         self._end = self._serializer.end()
         self._single_head = self._serializer.head(head)
@@ -174,27 +255,27 @@ class _Splitter:
         if len(self._single_head) + len(self._end) > max_bytes:
             raise DocumentError(f"the document's head alone exceeds {max_bytes} bytes", url=url)
         self._part = _Part(head.md.from_ if head.md is not None else None)
-        self._tail: list[_Item] = []
-        self._tail_size = 0
-        self._latest: datetime | None = None  # the last change time placed in a part
+        self._run = _Run()
+        self._tail: list[_Run] = []
         self._index = _Index(_index_head(head), url, max_bytes)
         self._split = False
 
     def add(self, entry: Entry) -> None:
-        item = _Item(self._serializer.entry(entry), entry.change_time, entry.loc)
-        if not self._split:
-            if self._fits_single(len(item.data)):
-                self._hold(item)
-                return
-            self._start_index()
-        self._place(item)
+        data = self._serializer.entry(entry)
+        if self._times is None:
+            self._end_run(None)
+        elif (start := self._times.run_start(entry)) is not None:
+            self._end_run(start)
+        self._run.add_entry(data, entry.loc)
 
     def finish(self) -> list[str]:
+        self._end_run(None)
         if not self._split:
             with self._open_output(self._url) as stream:
                 stream.write(self._single_head)
                 self._part.copy_to(stream)
-                stream.writelines(item.data for item in self._tail)
+                for run in self._tail:
+                    run.copy_to(stream)
                 stream.write(self._end)
             return [self._url]
         self._flush(self._head.md.until if self._head.md is not None else None)
@@ -203,25 +284,37 @@ class _Splitter:
         return [*self._index.locs, self._url]
 
     def close(self) -> None:
-        self._part.close()
+        for spool in (self._part, self._run, *self._tail):
+            spool.close()
 
     # -- filling ---------------------------------------------------------------------------------
 
-    def _fits_single(self, size: int) -> bool:
-        return (self._part.count + len(self._tail) < self._max_entries
-                and len(self._single_head) + self._part.size + self._tail_size + size
+    def _end_run(self, start: datetime | None) -> None:
+        """Place the run just completed, and start an empty one, which begins at ``start``."""
+        if self._run.count:
+            self._complete(self._run)
+        self._run.reset()
+        self._run.start = start
+
+    def _complete(self, run: _Run) -> None:
+        if self._split or (not self._tail and self._fits_part(run)):
+            self._place(run)
+        elif self._fits_single(run):
+            self._tail.append(run)
+            self._run = _Run()
+        else:
+            self._start_index()
+            self._place(run)
+
+    def _fits_single(self, run: _Run) -> bool:
+        held = [self._part, *self._tail, run]
+        return (sum(spool.count for spool in held) <= self._max_entries
+                and len(self._single_head) + sum(spool.size for spool in held)
                 + len(self._end) <= self._max_bytes)
 
-    def _fits_part(self, size: int) -> bool:
-        return (self._part.count < self._max_entries
-                and self._part_overhead + self._part.size + size <= self._max_bytes)
-
-    def _hold(self, item: _Item) -> None:
-        if not self._tail and self._fits_part(len(item.data)):
-            self._append(item)
-        else:
-            self._tail.append(item)
-            self._tail_size += len(item.data)
+    def _fits_part(self, run: _Run) -> bool:
+        return (self._part.count + run.count <= self._max_entries
+                and self._part_overhead + self._part.size + run.size <= self._max_bytes)
 
     def _start_index(self) -> None:
         if self._head.is_index:
@@ -233,28 +326,31 @@ class _Splitter:
                                 url=self._url, section="7")
         self._split = True
         tail, self._tail = self._tail, []
-        for item in tail:
-            self._place(item)
+        for run in tail:
+            self._place(run)
+            run.close()
 
-    def _place(self, item: _Item) -> None:
-        if not self._fits_part(len(item.data)) and self._part.count:
-            self._flush(self._next_from(item.time))
-        if not self._fits_part(len(item.data)):
-            raise DocumentError(f"the entry for {item.loc} does not fit a document of "
-                                f"{self._max_bytes} bytes", url=self._url, section="7")
-        self._append(item)
+    def _place(self, run: _Run) -> None:
+        if not self._fits_part(run) and self._part.count:
+            self._flush(run.start)
+        if not self._fits_part(run):
+            raise self._too_big(run)
+        self._part.extend(run)
 
-    def _append(self, item: _Item) -> None:
-        self._part.add(item.data)
-        if item.time is not None:
-            self._latest = item.time
-
-    def _next_from(self, time: datetime | None) -> datetime | None:
-        """Where the next part starts, and so where this one ends (12.2): the next part's first
-        change time, else the last change time before it, else this part's ``from``."""
-        if time is not None:
-            return time
-        return self._latest if self._latest is not None else self._part.from_
+    def _too_big(self, run: _Run) -> DocumentError:
+        limits = f"one part of {self._max_entries} entries and {self._max_bytes} bytes"
+        if run.count == 1:
+            return DocumentError(f"the entry for {run.first_loc} does not fit {limits}",
+                                 url=self._url, section="7")
+        if run.start is None:
+            why = (f"have no change time and do not fit {limits}: a part cannot end where no "
+                   "time tells the next part's from")
+        else:
+            why = (f"start at {format_datetime(run.start)} (or have no time, or overlap it) and "
+                   f"do not fit {limits}: a part cannot end among them without a Destination "
+                   "that goes on after its until missing the rest")
+        return DocumentError(f"the {run.count} entries from {run.first_loc} on {why}",
+                             url=self._url, section="12.2")
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -313,13 +409,20 @@ def write_split(
     next begins, at its first change, and the last part ends at the head's ``until``, so it stays
     open if the head is). Entries are spooled, never held in memory.
 
+    Changes must come in forward chronological order (12.1, 13.2; a Change Dump's packages by
+    their ``from``, else ``lastmod``, 13.1), within the head's ``from`` and ``until``. A part
+    never ends among changes at one time, nor before the untimed changes that follow them, nor
+    inside a package's interval: its ``until`` is strictly after its last change, so that a
+    Destination that goes on after it misses nothing.
+
     :param open_output: opens a URL for writing, as a context manager giving a binary stream.
     :returns: the URLs written, in the order written (the index last).
-    :raises DocumentError: if an entry alone, or the index, exceeds the limits, or the head is
-        an index or belongs to one (indexes do not nest). Parts written before are left as they
-        are; the index at ``url`` is only written once all parts are.
-    :raises InvalidValueError: for a value that cannot be written, or ``part_url`` giving a URL
-        twice.
+    :raises DocumentError: if an entry alone, the changes a part cannot end among, or the index
+        exceed the limits, or the head is an index or belongs to one (indexes do not nest).
+        Parts written before are left as they are; the index at ``url`` is only written once all
+        parts are.
+    :raises InvalidValueError: for a value that cannot be written, changes out of order or
+        outside the head's interval (naming the entry), or ``part_url`` giving a URL twice.
     """
     splitter = _Splitter(
         head, url=url, open_output=open_output,

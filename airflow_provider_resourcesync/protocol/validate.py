@@ -24,6 +24,7 @@ from .hashes import Hashes
 from .model import (
     DEFAULT_PRI,
     MAX_ENTRIES,
+    RS_NS,
     Capability,
     Change,
     Document,
@@ -34,6 +35,15 @@ from .model import (
     Metadata,
     Root,
 )
+from .order import (
+    CHANGE_DOCUMENTS,
+    CHANGE_INDEXES,
+    ChangeOrder,
+    ForwardOrder,
+    child_from,
+    package_start,
+)
+from .paths import manifest_path_problem
 from .reader import DocumentReader, Source
 
 __all__ = [
@@ -46,13 +56,13 @@ __all__ = [
 ]
 
 _APPENDIX_A = "Appendix A"
+#: Section 14.4: the relation type of a link to a description of a resource's changes.
+_PATCH = f"{RS_NS}patch"
 
 _CAPABILITIES = frozenset(c.value for c in Capability)
 _CHANGES = ", ".join(c.value for c in Change)
 _CHANGEFREQS = frozenset({"always", "hourly", "daily", "weekly", "monthly", "yearly", "never"})
 
-#: Documents whose entries are changes, in forward chronological order (12.1, 13.2).
-_CHANGE_DOCUMENTS = frozenset({DocumentKind.CHANGE_LIST, DocumentKind.CHANGE_DUMP_MANIFEST})
 _MANIFESTS = frozenset({DocumentKind.RESOURCE_DUMP_MANIFEST, DocumentKind.CHANGE_DUMP_MANIFEST})
 #: Appendix A, table 4: documents whose entries carry ``at`` / ``from`` in their ``rs:md``.
 _CHILD_AT = frozenset({
@@ -61,8 +71,6 @@ _CHILD_AT = frozenset({
 _CHILD_FROM = frozenset({
     DocumentKind.CHANGE_LIST_INDEX, DocumentKind.CHANGE_DUMP, DocumentKind.CHANGE_DUMP_INDEX,
 })
-#: Indexes of Change Lists and Change Dumps (12.2; 13.1 "in a manner similar to 12.2").
-_CHANGE_INDEXES = frozenset({DocumentKind.CHANGE_LIST_INDEX, DocumentKind.CHANGE_DUMP_INDEX})
 _TOP = frozenset({DocumentKind.SOURCE_DESCRIPTION, DocumentKind.SOURCE_DESCRIPTION_INDEX})
 
 
@@ -430,7 +438,7 @@ def _capability_repeats(head: Head) -> EntryCheck | None:
 def _change_required(head: Head) -> EntryCheck | None:
     """Sections 12.1, 13.2: each entry has ``rs:md`` with ``change``."""
     kind = head.kind
-    if kind not in _CHANGE_DOCUMENTS:
+    if kind not in CHANGE_DOCUMENTS:
         return None
 
     def check(entry: Entry) -> Iterable[Finding]:
@@ -442,22 +450,19 @@ def _change_required(head: Head) -> EntryCheck | None:
     return check
 
 
-def _forward_order(make: Callable[[str, str, Entry], Finding], section: str, noun: str,
-                   time_of: Callable[[Entry], datetime | None]) -> EntryCheck:
+def _forward_order(make: Callable[[str, str, Entry], Finding], noun: str,
+                   order: ForwardOrder) -> EntryCheck:
     """An entry check that each timed entry is not earlier than the previous timed one."""
-    previous: datetime | None = None
 
     def check(entry: Entry) -> Iterable[Finding]:
-        nonlocal previous
-        when = time_of(entry)
-        if when is None:
+        found = order.backwards(entry)
+        order.advance(entry)
+        if found is None:
             return ()
-        last, previous = previous, when
-        if last is None or when >= last:
-            return ()
-        return (make(section, f"entries are not in forward chronological order: "
-                              f"{_time(when)} is earlier than the previous {noun}'s "
-                              f"{_time(last)}", entry),)
+        when, last = found
+        return (make(order.section, f"entries are not in forward chronological order: "
+                                    f"{_time(when)} is earlier than the previous {noun}'s "
+                                    f"{_time(last)}", entry),)
 
     return check
 
@@ -466,22 +471,13 @@ def _change_order(head: Head) -> EntryCheck | None:
     """Sections 12.1, 13.2: changes are in forward chronological order.
 
     The time of a change is its ``datetime``; until the document shows a ``datetime``, an
-    entry's ``lastmod`` stands for it (1.0 style). Entries with no time are not ordered.
+    entry's ``lastmod`` stands for it (1.0 style). Entries with no time are not ordered
+    (:class:`~.order.ChangeOrder`, which the writers follow too).
     """
     kind = head.kind
-    if kind not in _CHANGE_DOCUMENTS:
+    if kind not in CHANGE_DOCUMENTS:
         return None
-    seen_datetime = False
-
-    def change_time(entry: Entry) -> datetime | None:
-        nonlocal seen_datetime
-        when = entry.md.datetime if entry.md is not None else None
-        if when is not None:
-            seen_datetime = True
-            return when
-        return None if seen_datetime else entry.lastmod
-
-    return _forward_order(_error, kind.section, "change", change_time)
+    return _forward_order(_error, "change", ChangeOrder(kind.section))
 
 
 def _datetime_window(head: Head) -> EntryCheck | None:
@@ -489,7 +485,7 @@ def _datetime_window(head: Head) -> EntryCheck | None:
 
     ``lastmod`` is not checked: section 7 says it may fall outside.
     """
-    if head.kind not in _CHANGE_DOCUMENTS or head.md is None:
+    if head.kind not in CHANGE_DOCUMENTS or head.md is None:
         return None
     start, end = head.md.from_, head.md.until
 
@@ -519,15 +515,9 @@ def _interval_order(head: Head) -> EntryCheck | None:
     kind = head.kind
     if kind not in _CHILD_FROM:
         return None
-    make = _error if kind in _CHANGE_INDEXES else _warning
-
-    def start_time(entry: Entry) -> datetime | None:
-        when = entry.md.from_ if entry.md is not None else None
-        if when is None and kind is DocumentKind.CHANGE_DUMP:
-            return entry.lastmod
-        return when
-
-    return _forward_order(make, kind.section, "entry", start_time)
+    make = _error if kind in CHANGE_INDEXES else _warning
+    start_time = package_start if kind is DocumentKind.CHANGE_DUMP else child_from
+    return _forward_order(make, "entry", ForwardOrder(start_time, kind.section))
 
 
 def _open_children(head: Head) -> EntryCheck | None:
@@ -535,7 +525,7 @@ def _open_children(head: Head) -> EntryCheck | None:
     "If the Change List is closed the use of until is required". The same for Change Dump
     Indexes (13.1)."""
     kind = head.kind
-    if kind not in _CHANGE_INDEXES:
+    if kind not in CHANGE_INDEXES:
         return None
     open_entry: Entry | None = None
 
@@ -578,7 +568,8 @@ def _child_window(head: Head) -> EntryCheck | None:
 
 def _manifest_path(head: Head) -> EntryCheck | None:
     """Sections 11.2, 13.2: ``rs:md path`` is mandatory (but for deletions in a Change Dump
-    Manifest), relative to the package root with a leading slash, and without ``..``."""
+    Manifest) and names a file of the package: a leading slash, then a safe name (the rule
+    :func:`~.package.open_package` enforces, :func:`~.paths.manifest_path_problem`)."""
     kind = head.kind
     if kind not in _MANIFESTS:
         return None
@@ -590,13 +581,28 @@ def _manifest_path(head: Head) -> EntryCheck | None:
                 return ()
             return (_error(kind.section, f"an entry of a {kind.title} must have <rs:md path>",
                            entry),)
-        found = []
-        if not path.startswith("/"):
-            found.append(_error(kind.section, f"path {path!r} must start with '/'", entry))
-        if ".." in path.replace("\\", "/").split("/"):
-            found.append(_error(kind.section, f"path {path!r} has a '..' segment, which leaves "
-                                              "the package", entry))
-        return found
+        problem = manifest_path_problem(path)
+        if problem is None:
+            return ()
+        return (_error(kind.section, f"path {path!r} {problem}", entry),)
+
+    return check
+
+
+def _patch_path(head: Head) -> EntryCheck | None:
+    """Section 14.4: in a Change Dump Manifest, a link to a change description (``rel``
+    ``.../patch``) has the ``path`` of that description in the package."""
+    if head.kind is not DocumentKind.CHANGE_DUMP_MANIFEST:
+        return None
+
+    def check(entry: Entry) -> Iterator[Finding]:
+        for link in entry.links_for(_PATCH):
+            owner = f'<rs:ln rel="{link.rel}">'
+            if link.path is None:
+                yield _error("14.4", f"{owner} must have path: where the change description "
+                                     "is in the package", entry)
+            elif (problem := manifest_path_problem(link.path)) is not None:
+                yield _error("14.4", f"{owner} path {link.path!r} {problem}", entry)
 
     return check
 
@@ -617,4 +623,5 @@ _ENTRY_CHECKS: list[Callable[[Head], EntryCheck | None]] = [
     _open_children,
     _child_window,
     _manifest_path,
+    _patch_path,
 ]

@@ -7,8 +7,9 @@ Strict out (DESIGN.md): the same model always gives the same bytes, and everythi
 back with :func:`~airflow_provider_resourcesync.protocol.reader.read_document` to an equal model.
 A value that could not survive that trip (a character XML 1.0 does not allow, a ``<loc>`` with
 surrounding whitespace, a foreign element that is not well-formed) raises
-:class:`~airflow_provider_resourcesync.errors.InvalidValueError` naming it, and nothing of the
-entry is written.
+:class:`~airflow_provider_resourcesync.errors.InvalidValueError` naming it and the entry's
+``<loc>``, and nothing of the entry is written; so does an entry out of the forward
+chronological order of changes (12.1, 12.2, 13.2: the validator's rule, :mod:`.order`).
 
 Layout: the XML declaration, the root with its namespace declarations, then one line per head
 element (``rs:md``, ``rs:ln``..., foreign elements; the order of Table 2) and one line per entry
@@ -20,6 +21,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import IO, Any
 
 from lxml import etree
@@ -38,6 +40,7 @@ from .model import (
     Metadata,
     Root,
 )
+from .order import required_order
 
 __all__ = ["DocumentWriter", "Serializer", "document_bytes", "write_document"]
 
@@ -84,6 +87,13 @@ def _text(value: str, what: str) -> str:
 
 def _attribute(value: str, what: str) -> str:
     return _escape(value, _ATTRIBUTE_UNSAFE, _ATTRIBUTE_ESCAPES, what)
+
+
+def _lastmod(value: datetime) -> str:
+    try:
+        return format_datetime(value)
+    except InvalidValueError as exc:
+        raise InvalidValueError(f"<lastmod>: {exc}") from None
 
 
 def _integer(value: int) -> str:
@@ -162,7 +172,8 @@ class Serializer:
     def __init__(self, root: Root, namespaces: Mapping[str, str]) -> None:
         self._root = root
         self._entry_tag = root.entry_tag
-        self._entry_qname = f"{{{SITEMAP_NS}}}{root.entry_tag}"
+        # At the root, an entry would be read as one: it cannot be kept as a foreign element.
+        self._head_fields = _HEAD_FIELDS | {f"{{{SITEMAP_NS}}}{root.entry_tag}"}
         declared = _declarations(namespaces)
         self._root_open = f'<{root} xmlns="{SITEMAP_NS}" xmlns:rs="{RS_NS}"' + "".join(
             f' xmlns:{prefix}="{_attribute(uri, "namespace")}"' for prefix, uri in declared) + ">"
@@ -184,13 +195,24 @@ class Serializer:
         return ("\n".join(lines) + "\n").encode()
 
     def entry(self, entry: Entry) -> bytes:
-        """One ``<url>`` (``<sitemap>`` in an index) on one line."""
+        """One ``<url>`` (``<sitemap>`` in an index) on one line.
+
+        :raises InvalidValueError: naming the entry's ``<loc>`` and the value that cannot be
+            written.
+        """
         if not entry.loc:
             raise InvalidValueError("an entry needs a <loc> (section 7)")
+        loc = _text(entry.loc, "<loc>")
+        try:
+            return self._entry(entry, loc)
+        except InvalidValueError as exc:
+            raise InvalidValueError(f"the entry for {entry.loc}: {exc}") from None
+
+    def _entry(self, entry: Entry, loc: str) -> bytes:
         tag = self._entry_tag
-        parts = [f"  <{tag}><loc>", _text(entry.loc, "<loc>"), "</loc>"]
+        parts = [f"  <{tag}><loc>", loc, "</loc>"]
         if entry.lastmod is not None:
-            parts += ["<lastmod>", format_datetime(entry.lastmod), "</lastmod>"]
+            parts += ["<lastmod>", _lastmod(entry.lastmod), "</lastmod>"]
         if entry.changefreq is not None:
             parts += ["<changefreq>", _text(entry.changefreq, "<changefreq>"), "</changefreq>"]
         if entry.md is not None:
@@ -254,28 +276,44 @@ class Serializer:
     # -- foreign elements ------------------------------------------------------------------------
 
     def _foreign(self, text: str, *, in_entry: bool) -> str:
-        """A foreign element, checked and serialized as the reader will see it in this document.
+        """A foreign element, checked, and serialized as the reader will see it in this document.
 
-        It is parsed in the same namespace context it is written into, so its namespace
-        declarations come out as the reader serializes them, and reading it back gives the same
-        string. Elements the reader would take for fields or entries are refused.
+        The string means what it means alone, as the reader serializes one (with the namespace
+        declarations it needs): an element with neither a prefix nor a default namespace declared
+        is in no namespace, and stays in none under this document's default namespace (the
+        Sitemap's) by an ``xmlns=""``. An element the reader would take for a field (or, at the
+        root, for an entry) is refused; its content is not looked at: the reader takes only the
+        root's children for entries.
         """
-        inner = (f"<{self._entry_tag}>", f"</{self._entry_tag}>") if in_entry else ("", "")
-        source = f"{self._root_open}{inner[0]}{text}{inner[1]}</{self._root}>"
+        element = self._alone(text, reset_default=False)
+        if element.tag in (_ENTRY_FIELDS if in_entry else self._head_fields):
+            raise InvalidValueError(
+                f"foreign element {text!r} would be read as a ResourceSync element, not kept")
+        if None not in element.nsmap and any(
+                isinstance(e.tag, str) and not e.tag.startswith("{") for e in element.iter()):
+            element = self._alone(text, reset_default=True)
+        return self._in_document(etree.tostring(element, encoding="unicode"), in_entry=in_entry)
+
+    def _alone(self, text: str, *, reset_default: bool) -> Any:
+        """``text``'s one element, parsed in a wrapper that declares no namespace but, if
+        ``reset_default``, an empty default one (which the element's serialization carries)."""
+        start = '<w xmlns="">' if reset_default else "<w>"
         try:
-            wrapper = etree.fromstring(source.encode(), self._parser)
+            wrapper = etree.fromstring(f"{start}{text}</w>".encode(), self._parser)
         except (etree.XMLSyntaxError, UnicodeEncodeError) as exc:
             raise InvalidValueError(f"foreign element {text!r} is not well-formed XML: {exc}"
                                     ) from None
-        container = wrapper[0] if in_entry and len(wrapper) == 1 else wrapper
-        if (len(wrapper) != 1 or len(container) != 1 or (container.text or "").strip()
-                or (container[0].tail or "").strip()):
+        if len(wrapper) != 1 or (wrapper.text or "").strip() or (wrapper[0].tail or "").strip():
             raise InvalidValueError(f"foreign element {text!r} is not exactly one element")
-        element = container[0]
-        fields = _ENTRY_FIELDS if in_entry else _HEAD_FIELDS
-        if element.tag in fields or any(e.tag == self._entry_qname for e in element.iter()):
-            raise InvalidValueError(
-                f"foreign element {text!r} would be read as a ResourceSync element, not kept")
+        return wrapper[0]
+
+    def _in_document(self, alone: str, *, in_entry: bool) -> str:
+        """One element, serialized as the reader does in this document's namespace context:
+        with the declarations in scope, so that reading it back gives the same string."""
+        inner = (f"<{self._entry_tag}>", f"</{self._entry_tag}>") if in_entry else ("", "")
+        source = f"{self._root_open}{inner[0]}{alone}{inner[1]}</{self._root}>"
+        root = etree.fromstring(source.encode(), self._parser)
+        element = root[0][0] if in_entry else root[0]
         return etree.tostring(element, encoding="unicode", with_tail=False)
 
 
@@ -287,6 +325,11 @@ class DocumentWriter(FinishedOnSuccess):
     only when the block succeeds: a failed run leaves a truncated document that no reader takes
     for a complete one.
 
+    In a Change List or a Change Dump Manifest, a change earlier than the previous timed one is
+    refused (12.1, 13.2: forward chronological order), as is a child of a Change List Index or
+    Change Dump Index that starts earlier than the one before (12.2): the validator's rules,
+    :mod:`.order`.
+
     :param stream: where the document goes.
     :param head: the document's root, ``rs:md``, ``rs:ln`` and foreign elements.
     """
@@ -294,6 +337,7 @@ class DocumentWriter(FinishedOnSuccess):
     def __init__(self, stream: IO[bytes], head: Head) -> None:
         self._stream = stream
         self._serializer = Serializer(head.root, head.namespaces)
+        self._order = required_order(head.kind)
         self._closed = False
         #: Entries written so far.
         self.entries = 0
@@ -302,10 +346,17 @@ class DocumentWriter(FinishedOnSuccess):
         self._emit(self._serializer.head(head))
 
     def write(self, entry: Entry) -> None:
-        """Write one entry; an entry that cannot be written raises before any of it is."""
+        """Write one entry; an entry that cannot be written raises before any of it is.
+
+        :raises InvalidValueError: a value cannot be written, or a change is out of order.
+        """
         if self._closed:
             raise DocumentError("entry written after the document was closed")
-        self._emit(self._serializer.entry(entry))
+        data = self._serializer.entry(entry)
+        if self._order is not None:
+            self._order.require(entry)
+            self._order.advance(entry)
+        self._emit(data)
         self.entries += 1
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ import stat
 import struct
 import zipfile
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ import pytest
 from airflow_provider_resourcesync.errors import (
     ContentMismatchError,
     DocumentError,
+    InvalidValueError,
     UnsafeContentError,
 )
 from airflow_provider_resourcesync.protocol.hashes import Hashes
@@ -255,6 +256,30 @@ def test_writer_checks_what_it_is_given() -> None:
         changes.add(entry("http://example.com/late", "created"), b"")
 
 
+def test_a_change_dump_refuses_a_change_out_of_order_before_writing_it() -> None:
+    buffer = io.BytesIO()
+    with PackageWriter(buffer, CHANGE_HEAD) as writer:
+        writer.add(change("http://example.com/b", 2), b"b")
+        with pytest.raises(InvalidValueError, match=r"^http://example.com/a: 2013-01-02T01:00:00Z "
+                           r"is earlier than the previous entry's 2013-01-02T02:00:00Z"):
+            writer.add(change("http://example.com/a", 1), b"a")
+        with pytest.raises(InvalidValueError, match=r"^http://example.com/gone: .* is earlier"):
+            writer.add_deleted(change("http://example.com/gone", 0, "deleted"))
+        with pytest.raises(InvalidValueError, match=r"^the entry for http://example\.com/naive: "):
+            writer.add(Entry("http://example.com/naive", md=Metadata(
+                change="created", datetime=datetime(2013, 1, 3))), b"n")  # no time zone
+        writer.add(change("http://example.com/c", 2), b"c")  # equal times are in order
+    with open_package(io.BytesIO(buffer.getvalue())) as package:
+        assert [e.loc for e in package.manifest] == ["http://example.com/b",
+                                                     "http://example.com/c"]
+        assert validate_document(package.manifest) == []
+    assert len(zipfile.ZipFile(buffer).infolist()) == 3  # two bitstreams and the manifest
+
+
+def change(loc: str, hours: int, kind: str = "updated") -> Entry:
+    return Entry(loc, md=Metadata(change=kind, datetime=T0 + timedelta(hours=hours)))
+
+
 def _md5(data: bytes) -> Hashes:
     return Hashes.of(md5=hashlib.md5(data).hexdigest())
 
@@ -400,13 +425,16 @@ def test_a_compression_bomb_is_refused() -> None:
     open_package(io.BytesIO(data), limits=PackageLimits(max_ratio=10_000)).close()
 
 
-def test_a_member_inflating_beyond_its_declared_size_is_refused_while_read() -> None:
+def test_a_member_inflating_beyond_its_declared_size_fails_its_crc_while_read() -> None:
+    # zipfile stops at the declared 10 bytes; their CRC is not the whole member's.
     data = patch_central(ex18_package(("resources/res3", b"x" * 1000)), "resources/res3",
                          24, "<I", 10)
     with open_package(io.BytesIO(data)) as package:
         stream = package.open("/resources/res3")
-        with pytest.raises(UnsafeContentError, match="'resources/res3' is corrupt: Bad CRC-32"):
+        with pytest.raises(UnsafeContentError, match="'resources/res3' is corrupt: Bad CRC-32"
+                           ) as caught:
             stream.read()
+    assert caught.value.rule == "ZIP members match their central directory"
 
 
 def test_a_member_shorter_than_declared_is_refused_while_read() -> None:
@@ -416,6 +444,21 @@ def test_a_member_shorter_than_declared_is_refused_while_read() -> None:
         stream = package.open("/resources/res3")
         with pytest.raises(UnsafeContentError, match="ends at 1000 of its declared 2000 bytes"):
             stream.read()
+
+
+def test_a_manifest_longer_than_one_document_may_be_is_refused_without_reading_it_all() -> None:
+    # 400,000 deletes make a 25 MB manifest in a 1 MB ZIP; its end is not even well-formed, so
+    # reading it whole would fail otherwise.
+    entries = "".join(f'<url><loc>http://a/{n}</loc><rs:md change="deleted"/></url>\n'
+                      for n in range(400_000))
+    text = manifest("changedump-manifest", entries).replace(b"</urlset>", b"<broken")
+    data = zip_bytes([(MANIFEST_NAME, text)])
+    assert len(data) < 2 * 1024 * 1024
+    with pytest.raises(UnsafeContentError, match=r"^big.zip!/manifest.xml, line 50004: more than "
+                       r"50000 entries in the manifest \[refused by rule: manifest entry cap\]"):
+        open_package(io.BytesIO(data), url="big.zip")
+    with pytest.raises(UnsafeContentError, match="more than 3 entries"):
+        open_package(io.BytesIO(data), limits=PackageLimits(max_manifest_entries=3))
 
 
 def test_a_package_without_manifest_is_refused() -> None:

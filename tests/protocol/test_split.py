@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import itertools
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO
 
@@ -19,6 +20,7 @@ from airflow_provider_resourcesync.protocol.model import (
     Metadata,
     Root,
 )
+from airflow_provider_resourcesync.protocol.order import ChangeOrder, ForwardOrder, package_start
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.split import default_part_url, write_split
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
@@ -108,9 +110,10 @@ def test_split_closed_change_list_closes_its_last_part(outputs: Outputs) -> None
     index = outputs.read(URL)
     assert index.head.md == head.md
     hour = [T0 + timedelta(hours=n) for n in range(5)]
-    # The undated entry opens part 2, which starts at the last change time before it.
+    # The undated entry stays in part 2 with the change before it: its time may be the same.
     assert [(e.md.from_, e.md.until) for e in index if e.md] == [
-        (hour[0], hour[2]), (hour[2], hour[4]), (hour[4], until)]
+        (hour[0], hour[2]), (hour[2], hour[3]), (hour[3], until)]
+    assert [len(d) for d in read_parts(outputs, urls[:-1])] == [1, 2, 2]
     assert [e for d in read_parts(outputs, urls[:-1]) for e in d] == entries
     assert_clean(outputs, urls)
 
@@ -196,3 +199,123 @@ def test_split_refusals(outputs: Outputs) -> None:
     assert URL not in outputs.opened  # no index was written by any of them
     with pytest.raises(DocumentError, match="head alone"):
         write_split(RESOURCE_HEAD, [], url=URL, open_output=outputs, max_bytes=100)
+
+
+# -- changes: parts never let a Destination skip one (12.1, 12.2, 13.1) ------------------------
+
+def at(hours: int) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+def change(name: str, hours: int) -> Entry:
+    return Entry(f"http://example.com/{name}", md=Metadata(change="updated", datetime=at(hours)))
+
+
+def assert_seamless(outputs: Outputs, urls: list[str]) -> None:
+    """Each part ends where the next begins, and holds only changes in [from, until): a
+    Destination that goes on after a part's until misses nothing; every document is clean."""
+    parts = read_parts(outputs, urls[:-1])
+    index = outputs.read(urls[-1])
+    intervals = [(d.head.md.from_, d.head.md.until) for d in parts if d.head.md]
+    assert [(e.md.from_, e.md.until) for e in index if e.md] == intervals
+    for (_, until), (next_from, _) in itertools.pairwise(intervals):
+        assert until == next_from
+    for document, (start, until) in zip(parts, intervals, strict=True):
+        order = (ForwardOrder(package_start, "13.1")
+                 if document.head.capability is Capability.CHANGE_DUMP else ChangeOrder("12.1"))
+        times = [order.advance(e) for e in document]
+        assert all(start <= t and (until is None or t < until) for t in times if t), times
+    assert_clean(outputs, urls)
+
+
+def test_changes_at_one_time_stay_in_one_part(outputs: Outputs) -> None:
+    # Parts of 2 would end at b and leave c, at b's time, to the next part: never.
+    entries = [change("a", 1), change("b", 2), change("c", 2), change("d", 3)]
+    urls = write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=2)
+    parts = read_parts(outputs, urls[:-1])
+    assert [[e.loc[-1] for e in d] for d in parts] == [["a"], ["b", "c"], ["d"]]
+    assert [(d.head.md.from_, d.head.md.until) for d in parts if d.head.md] == [
+        (T0, at(2)), (at(2), at(3)), (at(3), None)]
+    assert_seamless(outputs, urls)
+
+
+def test_changes_at_one_time_that_fill_more_than_a_part_are_refused(outputs: Outputs) -> None:
+    entries = [change("a", 1), change("b", 2), change("c", 2), change("d", 2)]
+    with pytest.raises(DocumentError, match=r"the 3 entries from http://example.com/b on start "
+                       r"at 2013-01-03T11:00:00Z .* do not fit one part of 2 entries"):
+        write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=2)
+    untimed = [Entry(f"http://example.com/{n}", md=Metadata(change="deleted")) for n in "xyz"]
+    with pytest.raises(DocumentError, match=r"the 3 entries from http://example.com/x on have "
+                       r"no change time"):
+        write_split(CHANGE_HEAD, untimed, url=URL, open_output=outputs, max_entries=2)
+    assert URL not in outputs.opened
+
+
+@pytest.mark.parametrize("entries", [
+    [change("a", 5), change("b", 6), change("c", 1), change("d", 7)],
+    [Entry(f"http://example.com/{name}", lastmod=at(hours), md=Metadata(change="updated"))
+     for name, hours in (("a", 5), ("b", 6), ("c", 1), ("d", 7))],  # 1.0: times in lastmod
+], ids=["datetime", "lastmod"])
+def test_changes_out_of_order_are_refused(outputs: Outputs, entries: list[Entry]) -> None:
+    with pytest.raises(InvalidValueError, match=r"^http://example.com/c: 2013-01-03T10:00:00Z "
+                       r"is earlier than the previous entry's 2013-01-03T15:00:00Z"):
+        write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=2)
+    assert URL not in outputs.opened
+
+
+def test_changes_outside_the_heads_interval_are_refused(outputs: Outputs) -> None:
+    closed = Head(md=Metadata(capability="changelist", from_=T0, until=at(2)), links=(UP,))
+    with pytest.raises(InvalidValueError, match=r"^http://example.com/b: 2013-01-03T12:00:00Z "
+                       r"is after the document's until 2013-01-03T11:00:00Z"):
+        write_split(closed, [change("a", 1), change("b", 3)], url=URL, open_output=outputs,
+                    max_entries=1)
+    with pytest.raises(InvalidValueError, match="before the document's from"):
+        write_split(CHANGE_HEAD, [change("a", -1)], url=URL, open_output=outputs)
+
+
+def test_untimed_changes_after_a_datetime_and_lastmod_only_resources(outputs: Outputs) -> None:
+    # Once a datetime is seen, lastmod is the resource's, not the change's (12.1, Example 19).
+    entries = [change("a", 1), Entry("http://example.com/b", lastmod=at(-50),
+                                     md=Metadata(change="updated")), change("c", 2)]
+    urls = write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=2)
+    assert [[e.loc[-1] for e in d] for d in read_parts(outputs, urls[:-1])] == [["a", "b"],
+                                                                                  ["c"]]
+    assert_seamless(outputs, urls)
+
+
+def package(name: str, start: int, end: int | None, *, lastmod: int | None = None) -> Entry:
+    return Entry(f"http://example.com/{name}.zip", lastmod=None if lastmod is None else at(lastmod),
+                 md=Metadata(type="application/zip", from_=None if lastmod else at(start),
+                             until=None if end is None else at(end)))
+
+
+CHANGE_DUMP_HEAD = Head(md=Metadata(capability="changedump", from_=T0), links=(UP,))
+
+
+def test_change_dump_parts_follow_the_packages_intervals(outputs: Outputs) -> None:
+    packages = [package("p1", 0, 1), package("p2", 1, 2), package("p3", 0, None, lastmod=2)]
+    urls = write_split(CHANGE_DUMP_HEAD, packages, url=URL, open_output=outputs,
+                       max_entries=1)
+    parts = read_parts(outputs, urls[:-1])
+    assert [(d.head.md.from_, d.head.md.until) for d in parts if d.head.md] == [
+        (at(0), at(1)), (at(1), at(2)), (at(2), None)]
+    assert [e for d in parts for e in d] == packages
+    assert_seamless(outputs, urls)
+
+
+def test_change_dump_parts_never_end_inside_a_package(outputs: Outputs) -> None:
+    packages = [package("p1", 0, 2), package("p2", 1, 3), package("p3", 3, 4)]
+    urls = write_split(CHANGE_DUMP_HEAD, packages, url=URL, open_output=outputs,
+                       max_entries=2)
+    parts = read_parts(outputs, urls[:-1])
+    assert [[e.loc for e in d] for d in parts] == [[packages[0].loc, packages[1].loc],
+                                                   [packages[2].loc]]
+    assert [(d.head.md.from_, d.head.md.until) for d in parts if d.head.md] == [
+        (at(0), at(3)), (at(3), None)]
+    assert_seamless(outputs, urls)
+    with pytest.raises(InvalidValueError, match=r"p2.zip: .* is earlier than"):
+        write_split(CHANGE_DUMP_HEAD, packages[::-1], url=URL, open_output=outputs)
+    closed = Head(md=Metadata(capability="changedump", from_=T0, until=at(3)), links=(UP,))
+    with pytest.raises(InvalidValueError, match=r"p3.zip: 2013-01-03T13:00:00Z is after the "
+                       "document's until"):
+        write_split(closed, packages, url=URL, open_output=outputs, max_entries=2)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +12,7 @@ import pytest
 
 from airflow_provider_resourcesync.errors import DocumentError
 from airflow_provider_resourcesync.protocol.model import MAX_ENTRIES, Entry, Head, Link, Metadata
+from airflow_provider_resourcesync.protocol.package import MANIFEST_NAME, open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import (
     Finding,
@@ -443,9 +446,13 @@ RDM = 'capability="resourcedump-manifest" at="2013-01-03T09:00:00Z"'
 
 @pytest.mark.parametrize(("inner", "text"), [
     ("", "must have <rs:md path>"),
-    ('<rs:md path="resources/res1"/>', "must start with '/'"),
-    ('<rs:md path="/resources/../../etc/passwd"/>', "'..' segment"),
-    ('<rs:md path="/resources\\..\\x"/>', "'..' segment"),
+    ('<rs:md path="resources/res1"/>', "does not start with '/'"),
+    ('<rs:md path="/resources/../../etc/passwd"/>', "has a '..' segment"),
+    ('<rs:md path="/resources\\..\\x"/>', "contains a backslash"),
+    ('<rs:md path="/a//b"/>', "has a '' segment"),
+    ('<rs:md path="/./b"/>', "has a '.' segment"),
+    ('<rs:md path="/\\evil"/>', "is an absolute path"),
+    ('<rs:md path="/C:/evil"/>', "is an absolute path"),
 ])
 def test_resource_dump_manifest_paths(inner: str, text: str) -> None:
     assert only(check(RDM, url(inner)), ERROR, "11.2", text)
@@ -453,6 +460,44 @@ def test_resource_dump_manifest_paths(inner: str, text: str) -> None:
 
 def test_resource_dump_manifest_good_paths_are_quiet() -> None:
     assert check(RDM, url('<rs:md path="/resources/res1..v2"/>')) == []
+
+
+@pytest.mark.parametrize("path", [
+    "/a//b", "/./b", "/a\\b", "/\\evil", "/a/../b", "a/b", "//a", "/C:/a", "/a/", "/",
+    "/a/b", "/a..b/.c",
+])
+def test_manifest_paths_are_refused_exactly_where_open_package_refuses_them(path: str) -> None:
+    manifest = (f'<urlset {NS}><rs:md {RDM}/>{UP}'
+                f'<url><loc>http://example.com/a</loc><rs:md path="{path}"/></url></urlset>')
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(MANIFEST_NAME, manifest)
+        archive.writestr("a/b", b"b")
+        archive.writestr("a..b/.c", b"c")
+    try:
+        open_package(io.BytesIO(buffer.getvalue())).close()
+    except DocumentError:
+        opened = False
+    else:
+        opened = True
+    assert has_errors(validate_document(read_document(manifest.encode()))) is not opened
+
+
+PATCH = "http://www.openarchives.org/rs/terms/patch"
+
+
+@pytest.mark.parametrize(("link", "problem"), [
+    (f'<rs:ln rel="{PATCH}" href="http://e/p" type="application/json-patch"/>', "must have path"),
+    (f'<rs:ln rel="{PATCH} alternate" href="http://e/p" type="t"/>', "must have path"),
+    (f'<rs:ln rel="{PATCH}" href="http://e/p" type="t" path="p"/>', "does not start with '/'"),
+    (f'<rs:ln rel="{PATCH}" href="http://e/p" type="t" path="/changes/p"/>', None),
+    ('<rs:ln rel="alternate" href="http://e/p" type="t"/>', None),
+])
+def test_change_dump_manifest_patch_links_have_a_path(link: str, problem: str | None) -> None:
+    entry = url(f'<rs:md change="updated" datetime="2013-01-02T20:00:00Z" path="/a"/>{link}')
+    found = only(check(CDM, entry), ERROR, "14.4")
+    assert [problem in f.message for f in found] == ([] if problem is None else [True])
+    assert only(check(CL, url(f'<rs:md change="updated"/>{link}')), ERROR, "14.4") == []
 
 
 def test_change_dump_manifest_path_needed_except_for_deletions() -> None:

@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lxml import etree
 
 from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
 from airflow_provider_resourcesync.protocol.hashes import Hashes, HashValue
 from airflow_provider_resourcesync.protocol.model import (
+    SITEMAP_NS,
     Capability,
     Document,
     Entry,
@@ -26,7 +28,11 @@ from airflow_provider_resourcesync.protocol.model import (
     Root,
 )
 from airflow_provider_resourcesync.protocol.reader import read_document
-from airflow_provider_resourcesync.protocol.validate import validate_source
+from airflow_provider_resourcesync.protocol.validate import (
+    Severity,
+    validate_document,
+    validate_source,
+)
 from airflow_provider_resourcesync.protocol.writer import (
     DocumentWriter,
     document_bytes,
@@ -157,21 +163,77 @@ def test_foreign_elements_built_in_code_are_normalized_once() -> None:
 
 
 @pytest.mark.parametrize("extra", [
-    "<broken>", "<a/><b/>", "text", "<a/>tail", "<loc>http://e/x</loc>",
+    "<broken>", "<a/><b/>", "text", "<a/>tail", "<x:a/>", "<a>&undefined;</a>",
+    f"<loc xmlns='{SITEMAP_NS}'>http://e/x</loc>",
     "<rs:md xmlns:rs='http://www.openarchives.org/rs/terms/'/>",
-    "<x:w xmlns:x='urn:x'><url xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'/></x:w>",
-    "<a/></url><url><b/>", "<a>&undefined;</a>",
+    "<a/></url><url><b/>", "<a/></w><w><b/>",
 ])
 def test_foreign_elements_that_would_not_read_back_are_refused(extra: str) -> None:
-    with pytest.raises(InvalidValueError):
+    with pytest.raises(InvalidValueError, match=r"^the entry for http://e/r: foreign element"):
         document_bytes(Document(Head(), [Entry("http://e/r", extra=(extra,))]))
 
 
-def test_head_foreign_element_cannot_pose_as_the_heads_metadata() -> None:
-    head = Head(extra=("<rs:ln xmlns:rs='http://www.openarchives.org/rs/terms/' rel='a' "
-                       "href='b'/>",))
-    with pytest.raises(InvalidValueError):
-        document_bytes(Document(head))
+@pytest.mark.parametrize("extra", [
+    "<rs:ln xmlns:rs='http://www.openarchives.org/rs/terms/' rel='a' href='b'/>",
+    f"<url xmlns='{SITEMAP_NS}'><loc>http://e/x</loc></url>",
+])
+def test_head_foreign_element_cannot_pose_as_metadata_or_an_entry(extra: str) -> None:
+    with pytest.raises(InvalidValueError, match="would be read as a ResourceSync element"):
+        document_bytes(Document(Head(extra=(extra,))))
+
+
+def test_only_the_foreign_element_itself_is_checked_not_what_it_holds() -> None:
+    # What looks like an entry inside a foreign element (or an entry) is not one: the reader
+    # takes only the children of the root for entries.
+    nested = f"<x:w xmlns:x='urn:x'><url xmlns='{SITEMAP_NS}'><loc>inner</loc></url></x:w>"
+    document = Document(Head(extra=(nested,)), [Entry("http://e/r", extra=(
+        nested, f"<url xmlns='{SITEMAP_NS}'/>"))])
+    again = roundtrip(document)
+    assert [e.loc for e in again] == ["http://e/r"]
+    assert "<loc>inner</loc>" in again.head.extra[0]
+    assert roundtrip(again) == again
+
+
+def test_the_readers_nested_entries_document_round_trips() -> None:
+    # tests/protocol/test_reader.py::test_only_children_of_the_root_are_entries
+    document = read_document(urlset(
+        '<url><loc>http://e.com/a</loc><x:wrap xmlns:x="urn:x"><url><loc>inner</loc></url>'
+        '</x:wrap></url><x:between xmlns:x="urn:x"/><url><loc>http://e.com/b</loc></url>'
+        '<x:after xmlns:x="urn:x"/>'))
+    written = document_bytes(document)
+    assert read_document(written) == document
+    assert document_bytes(read_document(written)) == written
+
+
+# A foreign element in no namespace, under a Sitemap namespace bound to a prefix: written under
+# the writer's default namespace (the Sitemap's), it must not move into it.
+PREFIXED = (f'<s:urlset xmlns:s="{SITEMAP_NS}" xmlns:rs="http://www.openarchives.org/rs/terms/"'
+            ' xmlns:x="urn:x"><s:url><s:loc>http://a/1</s:loc>{extra}</s:url></s:urlset>')
+
+
+@pytest.mark.parametrize(("extra", "tags"), [
+    ("<foo/>", ["foo"]),
+    ("<foo><bar/></foo>", ["foo", "bar"]),
+    ("<x:foo><bar/><s:baz/></x:foo>", ["{urn:x}foo", "bar", f"{{{SITEMAP_NS}}}baz"]),
+    ('<foo xmlns="urn:d"><bar xmlns=""/></foo>', ["{urn:d}foo", "bar"]),
+])
+def test_foreign_elements_keep_their_namespaces_through_write_and_read(
+        extra: str, tags: list[str]) -> None:
+    document = read_document(PREFIXED.format(extra=extra).encode())
+    written = document_bytes(document)
+    [kept] = read_document(written).entries[0].extra
+    assert [element.tag for element in etree.fromstring(kept).iter()] == tags
+    assert document_bytes(read_document(written)) == written
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the reader serializes a foreign element with every namespace declaration in scope where "
+    "it was found, so its string depends on the source's prefixes; equal once the reader "
+    "serializes it on its own (exclusive C14N)"))
+@pytest.mark.parametrize("extra", ["<foo/>", "<x:foo><bar/></x:foo>"])
+def test_prefixed_sitemap_namespace_round_trips_to_an_equal_model(extra: str) -> None:
+    document = read_document(PREFIXED.format(extra=extra).encode())
+    assert roundtrip(document) == document
 
 
 # -- escaping and refusals ---------------------------------------------------------------------
@@ -224,12 +286,78 @@ def test_values_that_would_not_read_back_are_refused(entry: Entry) -> None:
     assert stream.getvalue() == before and writer.entries == 0  # nothing of it was written
 
 
+@pytest.mark.parametrize(("entry", "problem"), [
+    (Entry("http://e/r", md=Metadata(datetime=datetime(2013, 1, 1))),
+     "<rs:md> datetime: .* has no time zone"),
+    (Entry("http://e/r", lastmod=datetime(2013, 1, 1)), "<lastmod>: .* has no time zone"),
+    (Entry("http://e/r", md=Metadata(extra={"a b": "1"})), "<rs:md> attribute name 'a b'"),
+    (Entry("http://e/r", extra=("<a>",)), "foreign element '<a>' is not well-formed"),
+])
+def test_errors_name_the_entry(entry: Entry, problem: str) -> None:
+    with pytest.raises(InvalidValueError, match=f"^the entry for http://e/r: {problem}"):
+        DocumentWriter(io.BytesIO(), Head()).write(entry)
+
+
 def test_bad_namespace_prefix_is_refused() -> None:
     with pytest.raises(InvalidValueError):
         DocumentWriter(io.BytesIO(), Head(namespaces={"a b": "urn:x"}))
 
 
 # -- DocumentWriter ----------------------------------------------------------------------------
+
+def change(name: str, hours: int | None = None, *, lastmod: int | None = None) -> Entry:
+    return Entry(f"http://e/{name}", lastmod=None if lastmod is None else at(lastmod),
+                 md=Metadata(change="updated", datetime=None if hours is None else at(hours)))
+
+
+def at(hours: int) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+@pytest.mark.parametrize("capability", ["changelist", "changedump-manifest"])
+@pytest.mark.parametrize("entries", [
+    [change("a", 2), change("b", 1)],
+    [change("a", lastmod=2), change("b", lastmod=1)],  # 1.0: the change time is in lastmod
+    [change("a", 2), change("u"), change("b", 1)],  # untimed entries are not ordered
+], ids=["datetime", "lastmod", "untimed-between"])
+def test_change_documents_refuse_changes_out_of_order(capability: str,
+                                                      entries: list[Entry]) -> None:
+    stream = io.BytesIO()
+    writer = DocumentWriter(stream, Head(md=Metadata(capability=capability, from_=T0)))
+    for entry in entries[:-1]:
+        writer.write(entry)
+    before = stream.getvalue()
+    with pytest.raises(InvalidValueError, match=r"^http://e/b: 2013-01-03T10:00:00Z is earlier "
+                       r"than the previous entry's 2013-01-03T11:00:00Z"):
+        writer.write(entries[-1])
+    assert stream.getvalue() == before and writer.entries == len(entries) - 1
+    writer.write(change("c", 2))  # the refused entry did not move the order on
+    writer.close()
+
+
+@pytest.mark.parametrize("capability", ["changelist", "changedump"])
+def test_indexes_of_changes_refuse_children_out_of_order(capability: str) -> None:
+    writer = DocumentWriter(io.BytesIO(), Head(root=Root.SITEMAPINDEX,
+                                               md=Metadata(capability=capability, from_=T0)))
+    writer.write(Entry("http://e/2.xml", md=Metadata(from_=at(2))))
+    writer.write(Entry("http://e/undated.xml"))
+    with pytest.raises(InvalidValueError, match=r"^http://e/1.xml: .* is earlier than the "
+                       r"previous entry's 2013-01-03T11:00:00Z; .* \(section 1(2\.2|3\.1)\)$"):
+        writer.write(Entry("http://e/1.xml", md=Metadata(from_=at(1))))
+
+
+def test_what_the_order_rule_lets_through() -> None:
+    entries = [
+        change("a", lastmod=-5), change("b", 1),  # lastmod stands for the time until a datetime
+        change("c", 1), change("d"),  # equal times, and no time at all
+        change("e", 2, lastmod=-10), change("f", lastmod=-20),  # now lastmod is the resource's
+    ]
+    head = Head(md=Metadata(capability="changelist", from_=at(-24)))
+    written = document_bytes(Document(head, entries))
+    assert not [f for f in validate_source(written) if "chronological" in f.message]
+    snapshot = Head(md=Metadata(capability="resourcelist", at=T0))  # not changes: any order
+    document_bytes(Document(snapshot, [change("a", 2), change("b", 1)]))
+
 
 def test_writer_streams_to_a_non_seekable_pipe_and_counts() -> None:
     read_end, write_end = os.pipe()
@@ -378,6 +506,13 @@ def documents(draw: st.DrawFn) -> Document:
 @settings(max_examples=200, deadline=None)
 @given(documents())
 def test_random_documents_round_trip(document: Document) -> None:
+    # Never write what we would not accept: changes out of order are refused exactly when the
+    # validator would find them out of order as an error (in a Change Dump, a warning: "should").
+    if any(f.severity is Severity.ERROR and "chronological" in f.message
+           for f in validate_document(document)):
+        with pytest.raises(InvalidValueError, match="forward chronological order"):
+            document_bytes(document)
+        return
     written = document_bytes(document)
     again = read_document(written)
     assert again == document

@@ -1,0 +1,37 @@
+"""Names inside a dump package (spec 11.2, 13.2): one rule for ZIP members and manifest paths, so
+the validator and :func:`~.package.open_package` accept the same manifests.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["manifest_path_problem", "member_name_problem"]
+
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def member_name_problem(name: str) -> str | None:
+    """Why a ZIP member name could escape the package or alias another one; None if it is safe."""
+    if name.startswith(("/", "\\")) or _DRIVE.match(name):
+        return "is an absolute path"
+    if "\\" in name:
+        return "contains a backslash"
+    if "\x00" in name:
+        return "contains a NUL character"
+    for segment in name.split("/"):
+        if segment in ("", ".", ".."):
+            return f"has a {segment!r} segment"
+    return None
+
+
+def manifest_path_problem(path: str) -> str | None:
+    """Why a manifest's ``path`` cannot name a file of the package; None if it can.
+
+    A path is ``/`` followed by the name of a member (11.2: relative to the package's root, with
+    a leading slash), safe by :func:`member_name_problem`.
+    """
+    member = path.removeprefix("/")
+    if member == path:
+        return "does not start with '/'"
+    return member_name_problem(member)
