@@ -21,8 +21,8 @@ _SCHEMES = frozenset({"http", "https"})
 
 
 def check_base_url(url: str) -> str:
-    """``url`` if it is an absolute http(s) URL with a host and no user info, else ConfigurationError
-    (whose message never repeats a password)."""
+    """``url`` if it is an absolute http(s) URL with a host and no user info; otherwise a
+    ConfigurationError (whose message never repeats a password)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
         raise ConfigurationError(

@@ -379,7 +379,9 @@ def _local(tag: str) -> str:
 
 
 def _serialize(element: Any) -> str:
-    return etree.tostring(element, encoding="unicode", with_tail=False)
+    """The element on its own (exclusive C14N): only the namespaces it uses are declared, so the
+    string does not depend on the prefixes of the document it came from."""
+    return etree.tostring(element, method="c14n", exclusive=True, with_comments=False).decode()
 
 
 class _Prefixed(io.RawIOBase):
