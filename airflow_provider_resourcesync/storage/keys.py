@@ -10,7 +10,8 @@ percent-encoded so that it can be decoded back, which is what makes the mapping 
 - an empty segment (a trailing slash, ``a//b``) becomes ``%2F``, which escaping never produces;
 - a query is appended to the last segment after ``%3F``, which escaping never produces either;
 - scheme and host are lower-cased (they are case-insensitive); path and query keep their case;
-- a segment too long for a file name is cut and suffixed with ``%%`` and a SHA-256 of the whole.
+- a segment too long for a file name (query included) is cut and suffixed with ``%%`` and a
+  SHA-256 of the whole; ``%%`` is never produced otherwise.
 
 The fragment is not part of a resource's identity and is dropped.
 """
@@ -44,11 +45,15 @@ def _segment(text: str) -> str:
         return "%2F"
     if text in (".", ".."):
         return "%2E" * len(text)
-    escaped = _escape(text)
-    if len(escaped) > _MAX_SEGMENT:
-        digest = hashlib.sha256(escaped.encode()).hexdigest()
-        escaped = f"{escaped[:_MAX_SEGMENT - 66]}%%{digest}"
-    return escaped
+    return _escape(text)
+
+
+def _capped(segment: str) -> str:
+    """A segment short enough for a file name: cut, with a digest of the whole to stay unique."""
+    if len(segment) <= _MAX_SEGMENT:
+        return segment
+    digest = hashlib.sha256(segment.encode()).hexdigest()
+    return f"{segment[:_MAX_SEGMENT - 66]}%%{digest}"
 
 
 class KeyMapper:
@@ -75,16 +80,17 @@ class KeyMapper:
         scheme = parts.scheme.lower()
         if scheme not in _DEFAULT_PORTS or not parts.hostname:
             raise DestinationError(f"{uri!r} is not an absolute http(s) URI")
-        host = _escape(parts.hostname.lower())
+        host = _segment(parts.hostname.lower())
         try:
             port = parts.port
         except ValueError:
             raise DestinationError(f"{uri!r} has an invalid port") from None
         if port is not None and port != _DEFAULT_PORTS[scheme]:
             host += f"+{port}"
-        rest = uri.split("//", 1)[1]
-        path = rest[len(rest.split("/", 1)[0]):] if "/" in rest else ""
-        return f"{scheme}/{host}/" + self._path_key(path.lstrip("/"))
+        rest = uri.split("//", 1)[1].split("#", 1)[0]
+        ends = [at for at in (rest.find("/"), rest.find("?")) if at >= 0]
+        remainder = rest[min(ends):] if ends else ""  # "", "/path...", or "?query..."
+        return f"{scheme}/{_capped(host)}/" + self._path_key(remainder.removeprefix("/"))
 
     @staticmethod
     def _path_key(path: str) -> str:
@@ -93,18 +99,20 @@ class KeyMapper:
         segments = [_segment(part) for part in path.split("/")]
         if question:
             segments[-1] += "%3F" + _escape(query)
-        return "/".join(segments)
+        return "/".join(_capped(segment) for segment in segments)
 
     def _check_prefixes(self) -> None:
         keys = [key for _, key in self._prefixes]
         for key in keys:
-            if not key.endswith("/") or key.startswith("/") or ".." in key.split("/"):
-                raise DestinationError(f"key prefix {key!r} must be relative and end with '/'")
-            if key.startswith(RESERVED_PREFIX) or key.split("/", 1)[0] in _DEFAULT_PORTS:
+            segments = key.split("/")[:-1]
+            if not key.endswith("/") or any(part in ("", ".", "..") for part in segments):
+                raise DestinationError(f"key prefix {key!r} must be relative, end with '/' and "
+                                       "have no empty, '.' or '..' segment")
+            if key.startswith(RESERVED_PREFIX) or segments[0] in _DEFAULT_PORTS:
                 raise DestinationError(f"key prefix {key!r} collides with reserved or default "
                                        "keys (.resourcesync/, http/, https/)")
-        for key in keys:
-            for other in keys:
-                if key is not other and other.startswith(key):
+        for i, key in enumerate(keys):
+            for j, other in enumerate(keys):
+                if i != j and other.startswith(key):
                     raise DestinationError(
                         f"key prefixes {key!r} and {other!r} overlap: two URIs could share a key")
