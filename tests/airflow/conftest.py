@@ -1,0 +1,68 @@
+"""Real parts for the Airflow shell: the metadata database (migrated once per session, on the
+SQLite file ``tests/conftest.py`` configured), loopback Sources, and moto's S3 server over HTTP."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+AWS_CONN_ID = "aws_test"
+_buckets = itertools.count()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def airflow_db() -> None:
+    """A fresh metadata database, once per session (about 2 s)."""
+    from airflow.utils import db
+
+    db.resetdb()
+
+
+@pytest.fixture
+def source(monkeypatch: pytest.MonkeyPatch) -> Iterator[ResourceSyncSource]:
+    """A published loopback Source of 20 resources, and ``resourcesync_default`` pointing at its
+    base URL (the example DAGs discover the Capability List from there)."""
+    resources = {f"item-{number:02d}.txt": f"item {number}\n".encode() for number in range(20)}
+    with SourceServer(max_lifetime=120) as server:
+        published = ResourceSyncSource(server, resources=resources)
+        published.publish()
+        monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
+            "conn_type": "resourcesync", "host": server.url("/"),
+            "extra": {"allow_private": True}}))
+        yield published
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on a free port of 127.0.0.1, spoken to over HTTP."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_client(s3_endpoint: str) -> Any:
+    return boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test",
+                        aws_secret_access_key="test", region_name="us-east-1")
+
+
+@pytest.fixture
+def bucket(s3_client: Any, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A new, empty bucket, and the AWS connection ``aws_test`` to moto (``endpoint_url`` in its
+    extra, dummy keys)."""
+    name = f"mirror-{next(_buckets)}"
+    s3_client.create_bucket(Bucket=name)
+    monkeypatch.setenv(f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}", json.dumps({
+        "conn_type": "aws", "login": "test", "password": "test",
+        "extra": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}))
+    return name
