@@ -125,10 +125,17 @@ class MirrorState(ClosedOnExit):
     :param destination: where the mirror lives.
     :param public_base_url: the URL the destination is published under (``https://...``), for
         a mirror others sync from (14.8); by default each ``loc`` is the destination's own URL.
+    :param location: the key prefix the documents live under: :data:`RESERVED_PREFIX`, or a
+        folder below it (a shard of a sharded baseline keeps its own view there).
     """
 
-    def __init__(self, destination: Destination, *, public_base_url: str | None = None) -> None:
+    def __init__(self, destination: Destination, *, public_base_url: str | None = None,
+                 location: str = RESERVED_PREFIX) -> None:
+        if not location.startswith(RESERVED_PREFIX) or not location.endswith("/"):
+            raise InvalidValueError(f"state location {location!r} must be {RESERVED_PREFIX!r} "
+                                    "or a folder below it, ending with '/'")
         self.destination = destination
+        self.location = location
         if public_base_url is not None and not public_base_url.endswith("/"):
             public_base_url += "/"
         self._base = public_base_url
@@ -145,14 +152,15 @@ class MirrorState(ClosedOnExit):
         self._changelist: str | None = None
 
     @classmethod
-    def load(cls, destination: Destination, *, public_base_url: str | None = None
-             ) -> MirrorState:
-        """The state recorded at ``destination`` (empty if none), streamed into SQLite.
+    def load(cls, destination: Destination, *, public_base_url: str | None = None,
+             location: str = RESERVED_PREFIX) -> MirrorState:
+        """The state recorded at ``destination`` under ``location`` (empty if none), streamed
+        into SQLite.
 
         :raises DocumentError: if a stored document cannot be read or was not written by us.
         :raises DestinationError: if the destination cannot be read.
         """
-        state = cls(destination, public_base_url=public_base_url)
+        state = cls(destination, public_base_url=public_base_url, location=location)
         try:
             state._load()
         except BaseException:
@@ -222,12 +230,13 @@ class MirrorState(ClosedOnExit):
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, *, at: datetime, checkpoint: dict[str, Any],
+    def save(self, *, at: datetime, checkpoint: dict[str, Any] | None,
              changes: Iterable[tuple[str, str, datetime]] = ()) -> None:
         """Write the mirror's documents, then ``checkpoint.json``.
 
         :param at: the time of the run (the Resource List's ``at``, the Change List's ``until``).
-        :param checkpoint: the checkpoint to keep, JSON-serializable.
+        :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
+            incomplete first run).
         :param changes: this run's ``(uri, change, datetime)``, for its Change List; each URI
             is one the state holds or removed since it was loaded.
         :raises InvalidValueError: for a naive datetime, a change that is not created, updated
@@ -240,7 +249,8 @@ class MirrorState(ClosedOnExit):
         window = self._stage_changes(changes)
         changelist = self._changelist
         if window is not None:
-            changelist = CHANGES + at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ") + ".xml"
+            stamp_name = at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+            changelist = f"{self._key(CHANGES)}{stamp_name}.xml"
         try:
             record = json.dumps({
                 "version": _VERSION, "saved_at": format_datetime(at),
@@ -255,12 +265,14 @@ class MirrorState(ClosedOnExit):
             start = min(window[0], self._saved_at) if self._saved_at else window[0]
             self._write_change_list(changelist, start, max(window[1], at))
             self._changelist = changelist
-        self._write_document(CAPABILITY_LIST, Head(
+        self._write_document(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
-            links=(Link(rel="up", href=self.url(DESCRIPTION)),)), self._capabilities())
-        self._write_document(DESCRIPTION, Head(md=Metadata(capability="description")), [
-            Entry(self.url(CAPABILITY_LIST), md=Metadata(capability="capabilitylist"))])
-        self.destination.write_bytes(CHECKPOINT, record.encode(), "application/json")
+            links=(Link(rel="up", href=self.url(self._key(DESCRIPTION))),)),
+            self._capabilities())
+        self._write_document(self._key(DESCRIPTION), Head(
+            md=Metadata(capability="description")), [
+            Entry(self.url(self._key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
+        self.destination.write_bytes(self._key(CHECKPOINT), record.encode(), "application/json")
         with self._transaction():
             self._db.execute("DELETE FROM removed")
             self._db.execute("DELETE FROM changes")
@@ -280,6 +292,10 @@ class MirrorState(ClosedOnExit):
         for path in (self._path, self._path + "-wal", self._path + "-shm"):
             if os.path.exists(path):
                 os.unlink(path)
+
+    def _key(self, key: str) -> str:
+        """A key of the default location (:data:`RESOURCE_LIST`...) moved to this one."""
+        return self.location + key.removeprefix(RESERVED_PREFIX)
 
     # -- internals: SQLite -----------------------------------------------------------------------
 
@@ -340,13 +356,13 @@ class MirrorState(ClosedOnExit):
     # -- internals: reading the documents --------------------------------------------------------
 
     def _load(self) -> None:
-        data = self.destination.read_bytes(CHECKPOINT)
+        data = self.destination.read_bytes(self._key(CHECKPOINT))
         if data is not None:
             self._read_checkpoint(data)
-        if not self.destination.exists(RESOURCE_LIST):
+        if not self.destination.exists(self._key(RESOURCE_LIST)):
             return
         parts: list[str] = []
-        with self._reader(RESOURCE_LIST) as reader:
+        with self._reader(self._key(RESOURCE_LIST)) as reader:
             kind = reader.head.kind
             if kind is DocumentKind.RESOURCE_LIST_INDEX:
                 parts = [self._part_key(entry, reader.url) for entry in reader]
@@ -366,7 +382,7 @@ class MirrorState(ClosedOnExit):
             yield reader
 
     def _read_checkpoint(self, data: bytes) -> None:
-        url = self.destination.object_url(CHECKPOINT)
+        url = self.destination.object_url(self._key(CHECKPOINT))
         try:
             value = json.loads(data)
             if value["version"] != _VERSION:
@@ -378,26 +394,26 @@ class MirrorState(ClosedOnExit):
             raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url
                                 ) from exc
 
-    @staticmethod
-    def _part_key(entry: Entry, url: str) -> str:
+    def _part_key(self, entry: Entry, url: str) -> str:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
         name = unquote(entry.loc.rstrip("/").rpartition("/")[2])
         if not _PART_NAME.fullmatch(name):
             raise DocumentError(f"the index lists {entry.loc}, not a part of the mirror's "
                                 "Resource List", url=url, line=entry.line, section="10.2")
-        return RESERVED_PREFIX + name
+        return self.location + name
 
     # -- internals: writing the documents --------------------------------------------------------
 
     def _write_resource_list(self, at: datetime) -> None:
         head = Head(md=Metadata(capability="resourcelist", at=at),
-                    links=(Link(rel="up", href=self.url(CAPABILITY_LIST)),),
+                    links=(Link(rel="up", href=self.url(self._key(CAPABILITY_LIST))),),
                     namespaces={"mirror": NAMESPACE})
         entries = (self._resource_entry(row) for row in self._scan(
             f"SELECT {_COLUMNS} FROM records WHERE uri > ?"))
-        written = self._write_list(head, entries, RESOURCE_LIST,
-                                   lambda number: f"{_PART_PREFIX}{number:05d}.xml")
-        for key in list(self.destination.keys(_PART_PREFIX)):
+        parts = self._key(_PART_PREFIX)
+        written = self._write_list(head, entries, self._key(RESOURCE_LIST),
+                                   lambda number: f"{parts}{number:05d}.xml")
+        for key in list(self.destination.keys(parts)):
             if key not in written:
                 self.destination.delete(key)
 
@@ -413,7 +429,7 @@ class MirrorState(ClosedOnExit):
 
     def _write_change_list(self, key: str, start: datetime, end: datetime) -> None:
         head = Head(md=Metadata(capability="changelist", from_=start, until=end),
-                    links=(Link(rel="up", href=self.url(CAPABILITY_LIST)),))
+                    links=(Link(rel="up", href=self.url(self._key(CAPABILITY_LIST))),))
         self._write_list(head, self._change_entries(), key,
                          lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
 
@@ -468,7 +484,8 @@ class MirrorState(ClosedOnExit):
                                      type=_XML))
 
     def _capabilities(self) -> list[Entry]:
-        entries = [Entry(self.url(RESOURCE_LIST), md=Metadata(capability="resourcelist"))]
+        entries = [Entry(self.url(self._key(RESOURCE_LIST)),
+                         md=Metadata(capability="resourcelist"))]
         if self._changelist is not None:
             entries.append(Entry(self.url(self._changelist), md=Metadata(capability="changelist")))
         return entries
