@@ -1,0 +1,219 @@
+"""The baseline engine: make the mirror hold what a Resource List (10.1) or a Resource Dump (11.1)
+says the Source holds.
+
+Entries are streamed (an index's parts fetched lazily) into a bounded pool of threads; each
+resource held unchanged is skipped without a byte transferred, the others are fetched, verified
+and committed one by one. A resource that fails is recorded and the others go on; the mirror's
+state is saved for everything committed, then :class:`SyncIncompleteError` says what failed. Only
+a complete run saves its checkpoint, so the next run starts where this one really stands.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from ..client.navigate import capability_documents, resource_dump_packages, resource_list
+from ..client.sync_client import ResourceSyncClient
+from ..errors import ConfigurationError, DocumentError, ResourceSyncError
+from ..protocol.model import Capability, DocumentKind, Entry
+from ..protocol.package import open_package
+from ..protocol.position import ChangePosition
+from ..storage.base import Destination
+from ..storage.keys import KeyMapper
+from ..storage.state import MirrorState
+from .checkpoint import Checkpoint
+from .combine import combine_shards, shard_location
+from .pool import bounded_map
+from .shard import Shard
+from .tally import Outcome, Tally
+from .transfer import Transfer
+
+__all__ = ["METHODS", "combine_shards", "run_baseline"]
+
+_log = logging.getLogger(__name__)
+
+#: ``method`` values: "auto" takes the Resource List if the Capability List has one (9).
+METHODS = {"auto": None, "resourcelist": Capability.RESOURCE_LIST,
+           "resourcedump": Capability.RESOURCE_DUMP}
+
+
+def run_baseline(client: ResourceSyncClient, destination: Destination, *,
+                 capability_list_url: str, method: str = "auto", mapper: KeyMapper | None = None,
+                 remove_missing: bool = False, shard: Shard | None = None, concurrency: int = 16,
+                 log: logging.Logger | None = None) -> Checkpoint:
+    """Mirror every resource of the Source (or of ``shard``) into ``destination``.
+
+    :param capability_list_url: the Source's Capability List (9).
+    :param method: ``"auto"``, ``"resourcelist"`` (10.1) or ``"resourcedump"`` (11.1).
+    :param mapper: URI -> key mapping; the default layout if None.
+    :param remove_missing: delete what the mirror holds and the Source no longer lists (within
+        ``shard``); never after a listing that could not be read whole.
+    :param shard: mirror only this part of the resources; the shard's view of its part is saved
+        under :func:`~.combine.shard_location` for :func:`combine_shards`, not as the state.
+    :param concurrency: resources in progress at once.
+    :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
+    :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
+        else was committed and recorded, and re-running converges.
+    :raises ResourceSyncError: the Capability List or the list itself cannot be read.
+    """
+    log = log or _log
+    if method not in METHODS:
+        raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    capabilities = capability_documents(client, capability_list_url)
+    capability = _choose(METHODS[method], capabilities, capability_list_url)
+    document = capabilities[capability]
+    started = time.monotonic()
+    log.info("Baseline from %s %s into %s%s", capability.value, document, destination.url,
+             f", shard {shard}" if shard else "")
+    with MirrorState.load(destination) as state:
+        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
+                   concurrency, Tally(log))
+        if capability is Capability.RESOURCE_LIST:
+            at = run.from_resource_list(document)
+        else:
+            at = run.from_resource_dump(document)
+        if remove_missing:
+            run.remove_unseen()
+        checkpoint = _checkpoint(capability_list_url, document, destination, at, shard,
+                                 run.tally.stats, log)
+        kept = checkpoint.to_json() if not run.tally.stats["failed"] else None
+        saved_at = at or datetime.now(UTC)
+        if shard is None:
+            state.save(at=saved_at, checkpoint=kept or state.checkpoint())
+        else:
+            _save_view(state, shard, saved_at, kept)
+    stats, elapsed = run.tally.stats, time.monotonic() - started
+    log.info("Baseline from %s done in %.1f s: %s listed, %s fetched, %s unchanged, %s removed, "
+             "%s failed, %s bytes (%.0f resources/s)", document, elapsed, stats["listed"],
+             stats["fetched"], stats["unchanged"], stats["removed"], stats["failed"],
+             stats["bytes"], stats["listed"] / elapsed if elapsed else 0.0)
+    run.tally.raise_if_failed(f"the baseline from {document}")
+    return checkpoint
+
+
+def _choose(wanted: Capability | None, capabilities: dict[Capability, str], url: str
+            ) -> Capability:
+    """The capability to baseline from: ``wanted``, else a Resource List, else a Resource Dump."""
+    for capability in (wanted,) if wanted else (Capability.RESOURCE_LIST,
+                                                 Capability.RESOURCE_DUMP):
+        if capability in capabilities:
+            return capability
+    offered = ", ".join(sorted(capabilities)) or "nothing"
+    raise DocumentError(f"no {wanted.value if wanted else 'Resource List or Resource Dump'} to "
+                        f"baseline from: the Capability List offers {offered}", url=url,
+                        section="9")
+
+
+def _checkpoint(source: str, document: str, destination: Destination, at: datetime | None,
+                shard: Shard | None, stats: dict[str, int], log: logging.Logger) -> Checkpoint:
+    if at is None:
+        log.warning("%s has no 'at' (spec 10.1, 11.1): the next incremental run reads every "
+                    "change from the start", document)
+    position = ChangePosition.at(at) if at is not None else ChangePosition()
+    return Checkpoint("baseline", source, document, destination.url, at, position, shard,
+                      dict(stats))
+
+
+def _save_view(state: MirrorState, shard: Shard, at: datetime,
+               checkpoint: dict[str, Any] | None) -> None:
+    """Save the shard's complete view of its partition (what it held and kept, and what it
+    fetched) where :func:`combine_shards` finds it."""
+    with MirrorState(state.destination, location=shard_location(shard)) as view:
+        for record in state.records():
+            if shard.holds(record.uri):
+                view.put(record)
+        view.save(at=at, checkpoint=checkpoint)
+
+
+@dataclass
+class _Run:
+    """One baseline's work: entries in, outcomes counted."""
+
+    client: ResourceSyncClient
+    transfer: Transfer
+    shard: Shard | None
+    concurrency: int
+    tally: Tally
+    complete: bool = field(default=True)  # every listed resource was seen
+
+    def from_resource_list(self, url: str) -> datetime | None:
+        """Every resource of a Resource List or its index (10.1, 10.2); the list's ``at``."""
+        with resource_list(self.client, url) as walk:
+            work = partial(self.transfer.mirror, self.client)
+            self._count(bounded_map(work, self._mine(self._listed(walk, url)), self.concurrency))
+            return walk.at
+
+    def from_resource_dump(self, url: str) -> datetime | None:
+        """Every bitstream of every package of a Resource Dump or its index (11.1); its ``at``."""
+        head = self.client.read_document(url).head
+        for package in self._listed(resource_dump_packages(self.client, url), url):
+            self._unpack(package)
+        return head.md.at if head.md is not None else None
+
+    def _unpack(self, package: Entry) -> None:
+        """One package: downloaded and verified (its ``hash``, ``length``), checked whole by
+        :func:`open_package` before anything of it is written, then copied out."""
+        with tempfile.TemporaryFile(prefix="resourcesync-package-") as file:
+            try:
+                self.client.download(package.loc, file, expected=package.md)
+                opened = open_package(file, url=package.loc)
+            except ResourceSyncError as error:
+                self._incomplete(package.loc, f"package refused, nothing of it written: {error}")
+                return
+            with opened:
+                if opened.kind is not DocumentKind.RESOURCE_DUMP_MANIFEST:
+                    self._incomplete(package.loc, f"a {opened.kind.title} package in a Resource "
+                                     "Dump (11.1), nothing of it written")
+                    return
+                entries = (entry for entry, _ in opened.entries())
+                work = partial(self.transfer.unpack, opened)
+                self._count(bounded_map(work, self._mine(entries), self.concurrency))
+
+    def remove_unseen(self) -> None:
+        """Delete what the state holds (in the shard) and the Source did not list."""
+        if not self.complete:
+            self.tally.log.warning("Not removing anything: the listing was not read whole")
+            return
+        state, destination = self.transfer.state, self.transfer.destination
+        for uri in state.unseen():
+            record = state.get(uri)
+            if record is None or (self.shard is not None and not self.shard.holds(uri)):
+                continue
+            try:
+                destination.delete(record.key)
+            except ResourceSyncError as error:
+                self.tally.fail(uri, f"cannot remove: {error}")
+                continue
+            state.remove(uri)
+            self.tally.stats["removed"] += 1
+
+    def _listed(self, entries: Iterable[Entry], url: str) -> Iterator[Entry]:
+        """``entries``, ending early (recorded as a failure) where a part cannot be read."""
+        try:
+            yield from entries
+        except ResourceSyncError as error:
+            self._incomplete(url, f"listing not read whole: {error}")
+
+    def _mine(self, entries: Iterable[Entry]) -> Iterator[Entry]:
+        """The entries of the shard, counted as listed."""
+        for entry in entries:
+            if self.shard is None or self.shard.holds(entry.loc):
+                self.tally.stats["listed"] += 1
+                yield entry
+
+    def _count(self, outcomes: Iterable[Outcome]) -> None:
+        state = self.transfer.state
+        for outcome in outcomes:
+            state.mark_seen(outcome.uri)
+            self.tally.count(outcome)
+
+    def _incomplete(self, what: str, reason: str) -> None:
+        self.complete = False
+        self.tally.fail(what, reason)

@@ -1,0 +1,67 @@
+"""Sharded baselines: where each shard keeps its view, and how the views become the mirror's state.
+
+Shards run at once (dynamic task mapping), so none may write the mirror's state: each saves its
+complete view of its partition under :func:`shard_location`, and :func:`combine_shards`, run once
+they all succeeded, makes the mirror's state out of the views.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from ..errors import ConfigurationError
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX
+from ..storage.state import MirrorState
+from .checkpoint import Checkpoint, combine
+from .shard import Shard
+
+__all__ = ["combine_shards", "shard_location"]
+
+_log = logging.getLogger(__name__)
+
+
+def shard_location(shard: Shard) -> str:
+    """Where a shard keeps its view of its partition: ``.resourcesync/shards/<i+1>-of-<n>/``."""
+    return f"{RESERVED_PREFIX}shards/{shard}/"
+
+
+def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
+                   log: logging.Logger | None = None) -> Checkpoint:
+    """The mirror's state from the views of the shards of one baseline, saved with their
+    combined checkpoint; the views are deleted then.
+
+    :param checkpoints: what each shard returned, every shard once.
+    :raises ConfigurationError: shards missing, repeated, from different runs, or a view at the
+        destination that is not the one its shard returned (another run's, or an unfinished one).
+    """
+    log = log or _log
+    combined = combine(checkpoints)
+    with MirrorState.load(destination) as state:
+        for checkpoint in checkpoints:
+            assert checkpoint.shard is not None  # combine() checked
+            location = shard_location(checkpoint.shard)
+            with MirrorState.load(destination, location=location) as view:
+                found = view.checkpoint()
+                if found is None or Checkpoint.from_json(found) != checkpoint:
+                    raise ConfigurationError(
+                        f"{destination.url}{location} does not hold the view of shard "
+                        f"{checkpoint.shard} that its checkpoint describes: re-run that shard")
+                for record in view.records():
+                    state.put(record)
+                    state.mark_seen(record.uri)
+        removed = 0
+        for uri in state.unseen():  # the partitions cover every URI: the shards dropped these
+            state.remove(uri)
+            removed += 1
+        state.save(at=combined.at or datetime.now(UTC), checkpoint=combined.to_json())
+        held = len(state)
+    for checkpoint in checkpoints:
+        assert checkpoint.shard is not None
+        for key in list(destination.keys(shard_location(checkpoint.shard))):
+            destination.delete(key)
+    log.info("Combined %s shards of the baseline of %s: the mirror holds %s resources (%s "
+             "dropped from its state); stats %s", len(checkpoints), combined.document, held,
+             removed, combined.stats)
+    return combined

@@ -1,0 +1,99 @@
+"""One resource into the mirror: skipped when held unchanged, else fetched (or copied out of a
+dump package), verified, committed atomically, and recorded in the mirror's state.
+
+Every method is safe to call from many threads at once. A failure is an :class:`Outcome`, not an
+exception, so the other resources go on; the staged bytes of a failed resource are discarded
+and the object held before stays as it was (DESIGN.md, "Safety rules").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..client.sync_client import ResourceSyncClient
+from ..errors import ResourceSyncError
+from ..protocol.hashes import Digester
+from ..protocol.model import Entry
+from ..protocol.package import DumpPackage
+from ..storage.base import Destination, ObjectInfo
+from ..storage.keys import KeyMapper
+from ..storage.state import MirrorState, ObjectRecord
+from .compare import Expected, agrees
+from .tally import Outcome
+
+__all__ = ["Transfer"]
+
+#: Digests stored with every object, whatever the Source lists: an audit can always compare.
+STORED_DIGESTS = ("md5", "sha-256")
+
+
+class Transfer:
+    """Writes resources into ``destination`` at ``mapper``'s keys, recorded in ``state``."""
+
+    def __init__(self, destination: Destination, state: MirrorState, mapper: KeyMapper) -> None:
+        self.destination = destination
+        self.state = state
+        self.mapper = mapper
+
+    # -- what a run calls per resource -------------------------------------------------------------
+
+    def mirror(self, client: ResourceSyncClient, entry: Entry) -> Outcome:
+        """Fetch the listed resource unless the mirror holds it unchanged."""
+        return self._guarded(entry, lambda key: self.fetch(client, entry, key))
+
+    def unpack(self, package: DumpPackage, entry: Entry) -> Outcome:
+        """Copy a dump package's bitstream unless the mirror holds it unchanged."""
+        return self._guarded(entry, lambda key: self.copy(package, entry, key))
+
+    def _guarded(self, entry: Entry, write: Callable[[str], Outcome]) -> Outcome:
+        try:
+            key = self.mapper.key(entry.loc)
+            if self.unchanged(Expected.of(entry), key):
+                return Outcome(entry.loc, "unchanged")
+            return write(key)
+        except ResourceSyncError as error:
+            return Outcome(entry.loc, "failed", reason=str(error))
+
+    # -- the steps -------------------------------------------------------------------------------
+
+    def unchanged(self, expected: Expected, key: str) -> bool:
+        """Whether the object at ``key`` is the described resource, by its stored description
+        (no bytes read). Such an object missing from the state (a run killed before it saved)
+        is recorded there."""
+        info = self.destination.info(key)
+        if info is None or agrees(expected, info) is not True:
+            return False
+        record = ObjectRecord.of(key, info)
+        if self.state.get(expected.uri) != record:
+            self.state.put(record)
+        return True
+
+    def fetch(self, client: ResourceSyncClient, entry: Entry, key: str) -> Outcome:
+        """Download the resource (mirrors by ``pri``, then ``loc``), verified, to ``key``."""
+        with self.destination.stage(key) as staged:
+            download = client.download_entry(entry, staged.file)
+            info = ObjectInfo(entry.loc, download.length, download.hashes, entry.lastmod,
+                              _type(entry) or download.content_type)
+            staged.commit(info)
+        self.state.put(ObjectRecord.of(key, info))
+        return Outcome(entry.loc, "fetched", download.length)
+
+    def copy(self, package: DumpPackage, entry: Entry, key: str) -> Outcome:
+        """Copy the entry's bitstream out of ``package``, verified against the manifest, to
+        ``key``."""
+        hashes = entry.md.hash if entry.md is not None else None
+        known = tuple(value.algorithm for value in hashes.values) if hashes else ()
+        digester = Digester((*STORED_DIGESTS, *known))
+        with self.destination.stage(key) as staged:
+            for chunk in package.read_verified(entry):  # verified after the last chunk
+                digester.update(chunk)
+                staged.file.write(chunk)
+            info = ObjectInfo(entry.loc, digester.length, digester.hashes(), entry.lastmod,
+                              _type(entry))
+            staged.commit(info)
+        self.state.put(ObjectRecord.of(key, info))
+        return Outcome(entry.loc, "fetched", digester.length)
+
+
+def _type(entry: Entry) -> str | None:
+    return entry.md.type if entry.md is not None else None
