@@ -3,10 +3,13 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv test lint bench
+.PHONY: uv demo test lint bench
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
+
+demo: uv
+	$(UV) run --frozen python -m airflow_provider_resourcesync.demo
 
 test: uv
 	$(UV) run --frozen pytest

@@ -8,6 +8,10 @@ from airflow_provider_resourcesync import __version__
 
 _INTEGRATION = "ResourceSync"
 _HOOK_MODULE = "airflow_provider_resourcesync.hooks.resourcesync"
+_OPERATOR_MODULES = [
+    "airflow_provider_resourcesync.operators.baseline",
+    "airflow_provider_resourcesync.operators.audit",
+]
 
 #: The connection's extra fields; defaults are ``ClientPolicy``'s (a test keeps them equal).
 _CONN_FIELDS: dict[str, Any] = {
@@ -84,6 +88,7 @@ def get_provider_info() -> dict[str, Any]:
                 "tags": ["protocol"],
             }
         ],
+        "operators": [{"integration-name": _INTEGRATION, "python-modules": _OPERATOR_MODULES}],
         "hooks": [{"integration-name": _INTEGRATION, "python-modules": [_HOOK_MODULE]}],
         "connection-types": [
             {

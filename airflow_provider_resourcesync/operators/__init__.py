@@ -1,0 +1,1 @@
+"""Airflow operators: baseline a ResourceSync Source into a mirror, combine shards, audit."""

@@ -1,0 +1,192 @@
+"""Baseline operators: mirror everything a ResourceSync Source holds, whole or in shards."""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from contextlib import closing
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator, Context
+
+from ..errors import ConfigurationError
+from ..hooks.destination import destination_asset_uri, destination_from_url
+from ..hooks.resourcesync import ResourceSyncHook
+from ..storage.keys import KeyMapper
+from ..sync.baseline import combine_shards, run_baseline
+from ..sync.checkpoint import Checkpoint
+from ..sync.shard import Shard
+from .next_step import says_what_next
+
+__all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator",
+           "capability_list_of", "destination_outlets"]
+
+
+def destination_outlets(destination: Any) -> list[Asset]:
+    """The Asset of a destination known when the DAG is parsed; none for a templated one (its
+    URL is only known when the task runs: declare ``outlets`` yourself)."""
+    if isinstance(destination, str) and "{{" not in destination:
+        return [Asset(destination_asset_uri(destination))]
+    return []
+
+
+def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Logger) -> str:
+    """``url`` if given; else the first Capability List discovered from the connection's base
+    URL (spec 6.3), logged with the others found.
+
+    :raises ConfigurationError: discovery found no Capability List.
+    """
+    if url:
+        return url
+    found = hook.discover()
+    if not found.capability_lists:
+        raise ConfigurationError(
+            f"no Capability List found from {hook.base_url} (route {found.route}): set "
+            "capability_list_url, or point the connection's base URL at the Source")
+    chosen = found.capability_lists[0].url
+    others = [info.url for info in found.capability_lists[1:]]
+    log.info("Using the Capability List %s, discovered from %s by %s%s", chosen, hook.base_url,
+             found.route, f" (also found: {', '.join(others)})" if others else "")
+    return chosen
+
+
+class ResourceSyncBaselineOperator(BaseOperator):
+    """Mirror every resource a ResourceSync Source lists (spec 10.1, 11.1) into a local directory
+    or an S3 prefix. Resources the mirror already holds unchanged are not transferred again, so
+    a re-run after a failure fetches only what is missing.
+
+    The task returns the baseline's checkpoint (a JSON object) as its XCom. Unless sharded or
+    templated, the destination is declared as an outlet ``Asset`` (``file:///path`` or
+    ``s3://bucket/prefix``) so that other DAGs can be scheduled on the mirror.
+
+    To spread a large baseline over several workers, map it over shards and combine them::
+
+        shards = ResourceSyncBaselineOperator.partial(
+            task_id="baseline", destination=..., shard_count=3).expand(shard_index=[0, 1, 2])
+        ResourceSyncCombineShardsOperator(task_id="combine", destination=...,
+                                          checkpoints=shards.output)
+
+    :param destination: ``file:///absolute/path``, ``/absolute/path`` or
+        ``s3://bucket/prefix/`` (templated).
+    :param resourcesync_conn_id: the ``resourcesync`` connection to the Source.
+    :param capability_list_url: the Source's Capability List (templated); None: discovered from
+        the connection's base URL, the first one found.
+    :param method: ``"auto"`` (the Resource List if offered, else the Resource Dump),
+        ``"resourcelist"`` or ``"resourcedump"``.
+    :param remove_missing: delete what the mirror holds and the Source no longer lists.
+    :param key_prefixes: URI prefix -> key prefix at the destination, e.g.
+        ``{"https://example.org/data/": "data/"}`` (templated); None: keys named after scheme,
+        host and path.
+    :param concurrency: resources in progress at once; None: the connection's concurrency.
+    :param shard_index: the part of the resources this task mirrors, from 0 (templated, so it
+        can be mapped with ``expand``).
+    :param shard_count: how many parts the resources are split into.
+    :param aws_conn_id: the AWS connection for an ``s3://`` destination (None: boto3's default
+        credentials).
+    """
+
+    template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
+                                      "shard_index")
+    ui_color = "#d6eaf8"
+
+    def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
+                 capability_list_url: str | None = None, method: str = "auto",
+                 remove_missing: bool = False, key_prefixes: dict[str, str] | None = None,
+                 concurrency: int | None = None, shard_index: int | None = None,
+                 shard_count: int | None = None, aws_conn_id: str | None = "aws_default",
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.destination = destination
+        self.resourcesync_conn_id = resourcesync_conn_id
+        self.capability_list_url = capability_list_url
+        self.method = method
+        self.remove_missing = remove_missing
+        self.key_prefixes = key_prefixes
+        self.concurrency = concurrency
+        self.shard_index = shard_index
+        self.shard_count = shard_count
+        self.aws_conn_id = aws_conn_id
+        if shard_count is None:  # a shard is not the mirror: the combining task announces it
+            self.add_outlets(destination_outlets(destination))
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with says_what_next(self.log), closing(ResourceSyncHook(
+                resourcesync_conn_id=self.resourcesync_conn_id)) as hook:
+            shard = self._shard()
+            destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
+            checkpoint = run_baseline(
+                hook.get_conn(), destination,
+                capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
+                method=self.method, mapper=KeyMapper(self.key_prefixes),
+                remove_missing=self.remove_missing, shard=shard,
+                concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
+        self.log.info("Mirrored %s into %s%s: %s", checkpoint.document, checkpoint.destination,
+                      f" (shard {shard})" if shard else "", _stats(checkpoint))
+        return checkpoint.to_json()
+
+    def _shard(self) -> Shard | None:
+        if self.shard_index is None and self.shard_count is None:
+            return None
+        if self.shard_index is None or self.shard_count is None:
+            raise ConfigurationError(
+                f"shard_index {self.shard_index!r} and shard_count {self.shard_count!r}: give "
+                "both (a sharded baseline) or neither")
+        return Shard(int(self.shard_index), int(self.shard_count))
+
+
+class ResourceSyncCombineShardsOperator(BaseOperator):
+    """Make one mirror out of the shards of a sharded baseline: the mirror's own state is built
+    from each shard's view, and the combined checkpoint is returned as the XCom. Run it once every
+    shard succeeded. The destination is declared as an outlet ``Asset`` unless templated.
+
+    :param destination: the shards' destination (templated).
+    :param checkpoints: the shards' checkpoints (templated): the mapped task's ``.output``, or a
+        template such as ``"{{ ti.xcom_pull(task_ids='baseline') }}"``.
+    :param aws_conn_id: the AWS connection for an ``s3://`` destination.
+    """
+
+    template_fields: Sequence[str] = ("destination", "checkpoints")
+    ui_color = "#d6eaf8"
+
+    def __init__(self, *, destination: str, checkpoints: Any,
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.destination = destination
+        self.checkpoints = checkpoints
+        self.aws_conn_id = aws_conn_id
+        self.add_outlets(destination_outlets(destination))
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with says_what_next(self.log):
+            shards = [Checkpoint.from_json(item) for item in _listed(self.checkpoints)]
+            destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
+            combined = combine_shards(destination, shards, log=self.log)
+        self.log.info("Combined %s shards into the mirror at %s: %s", len(shards),
+                      combined.destination, _stats(combined))
+        return combined.to_json()
+
+
+def _listed(value: Any) -> list[Any]:
+    """Checkpoints as given: a list (or a lazy XCom sequence) of JSON objects, one object, or
+    their rendering by a template (JSON, or Python's ``repr`` of the list: what
+    ``{{ ti.xcom_pull(...) }}`` renders to)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            try:
+                value = ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                raise ConfigurationError(
+                    f"checkpoints: not a list of checkpoints: {value[:200]!r}") from None
+    if isinstance(value, Mapping):
+        return [value]
+    if isinstance(value, Sequence):
+        return list(value[:])  # a slice: one request for a lazy XCom sequence
+    raise ConfigurationError(f"checkpoints: not a list of checkpoints: {value!r}")
+
+
+def _stats(checkpoint: Checkpoint) -> str:
+    return ", ".join(f"{value} {name}" for name, value in checkpoint.stats.items())

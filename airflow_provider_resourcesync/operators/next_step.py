@@ -1,0 +1,60 @@
+"""The provider's errors as task failures whose first log line says what to do next."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import (
+    ConfigurationError,
+    ContentMismatchError,
+    DestinationError,
+    DocumentError,
+    FetchError,
+    ResourceSyncError,
+    SyncIncompleteError,
+    UnsafeContentError,
+)
+
+__all__ = ["next_step", "says_what_next"]
+
+_RERUN = ("re-run this task (clear it, or let its retries run). What was done is committed and "
+          "a re-run does only what is missing, so it converges")
+#: The most specific class first.
+_NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
+    (SyncIncompleteError, _RERUN),
+    (ConfigurationError, "fix the connection field or the argument named below"),
+    (FetchError, "check that the Source is up and reachable from the worker (URL and status "
+                 "below), then re-run this task"),
+    (ContentMismatchError, "the Source serves content unlike its own description: re-run "
+                           "later (it may be mid-update), and tell its maintainers if it lasts"),
+    (UnsafeContentError, "the Source sent content refused by the safety rule named below; "
+                         "nothing was written from it"),
+    (DocumentError, "a document of the Source cannot be read or breaks the spec (URL, line and "
+                    "section below): tell its maintainers, or set capability_list_url to "
+                    "another Capability List"),
+    (DestinationError, "check the destination (permissions, free space, the bucket, the AWS "
+                       "connection), then re-run this task"),
+)
+
+
+def next_step(error: ResourceSyncError) -> str:
+    """What to do about ``error``."""
+    return next((step for kind, step in _NEXT if isinstance(error, kind)),
+                "see the error below")
+
+
+@contextmanager
+def says_what_next(log: logging.Logger) -> Iterator[None]:
+    """Log what to do next before the provider's errors fail the task (they propagate)."""
+    try:
+        yield
+    except SyncIncompleteError as error:
+        log.error("Next: %s. %s failed; if the same ones keep failing, check them at the "
+                  "Source. First: %s", next_step(error), error.failed,
+                  "; ".join(f"{uri}: {why}" for uri, why in error.failures[:3]))
+        raise
+    except ResourceSyncError as error:
+        log.error("Next: %s. %s", next_step(error), error)
+        raise

@@ -1,0 +1,164 @@
+"""Real runs of the example DAGs: ``dag.test()`` on SQLite, against a loopback Source over real
+sockets and moto's S3 server over HTTP.
+
+The example DAGs read their destination from the environment when parsed, so each test sets it,
+then parses the DAG (``dag.test()`` parses the DAGs folder again, in the same environment).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_resourcesync.demo import load_example_dag, run_demo
+from airflow_provider_resourcesync.storage.keys import KeyMapper
+from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+
+from .conftest import AWS_CONN_ID
+
+
+def run_example(name: str) -> Any:
+    return load_example_dag(name).test()
+
+
+def states(run: Any) -> dict[str, str]:
+    """Task (``task[map_index]`` when mapped) -> final state."""
+    return {ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""): str(ti.state)
+            for ti in run.get_task_instances()}
+
+
+def xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        [row] = session.scalars(XComModel.get_many(
+            run_id=run.run_id, dag_ids=run.dag_id, task_ids=task_id, map_indexes=map_index,
+            key="return_value"))
+        return XComModel.deserialize_value(row)
+
+
+def asset_event_uris(run: Any) -> list[str]:
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return [event.asset.uri for event in session.scalars(
+            select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
+
+
+def resource_bodies_sent(source: ResourceSyncSource) -> list[str]:
+    """The resources the Source answered with a body (200) since its log was last reset."""
+    return [record.path for record in source.server.requests
+            if record.path.startswith(f"{source.prefix}/res/") and record.status == 200]
+
+
+def assert_mirrors(source: ResourceSyncSource, root: Path) -> None:
+    mapper = KeyMapper()
+    for uri, body in source.state().items():
+        assert (root / mapper.key(uri)).read_bytes() == body
+
+
+def test_mirror_to_local_mirrors_the_source_and_the_audit_finds_it_clean(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mirror = tmp_path / "mirror"
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(mirror))
+    run = run_example("mirror_to_local")
+    assert states(run) == {"baseline": "success", "audit": "success"}
+    assert_mirrors(source, mirror)
+    checkpoint = Checkpoint.from_json(xcom(run, "baseline"))
+    assert (checkpoint.kind, checkpoint.source, checkpoint.document, checkpoint.destination) == (
+        "baseline", source.capability_list_url, source.resource_list_url, mirror.as_uri() + "/")
+    assert checkpoint.stats["fetched"] == 20
+    report = xcom(run, "audit")
+    assert (report["clean"], report["listed"], report["missing"]) == (True, 20, 0)
+    assert asset_event_uris(run) == [mirror.as_uri()]
+
+
+def test_a_second_run_transfers_no_unchanged_bytes(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
+    assert run_example("mirror_to_local").state == "success"
+    source.server.reset_log()
+    again = run_example("mirror_to_local")
+    assert again.state == "success"
+    assert resource_bodies_sent(source) == []
+    assert xcom(again, "baseline")["stats"]["unchanged"] == 20
+    source.update("item-03.txt", b"item 3, changed\n")
+    source.publish()
+    source.server.reset_log()
+    assert run_example("mirror_to_local").state == "success"
+    assert resource_bodies_sent(source) == ["/dataset1/res/item-03.txt"]
+    assert_mirrors(source, tmp_path / "mirror")
+
+
+def test_a_resource_that_keeps_failing_fails_the_task_saying_what_next_and_a_rerun_converges(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
+        "conn_type": "resourcesync", "host": source.server.url("/"),
+        "extra": {"allow_private": True, "max_tries": 2}}))
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
+    broken = "/dataset1/res/item-07.txt"
+    source.server.fail(broken, 500, times=1000)
+    capfd.readouterr()
+    failed = run_example("mirror_to_local")
+    assert states(failed) == {"baseline": "failed", "audit": "upstream_failed"}
+    out = capfd.readouterr().out
+    first = out.index("Next: re-run this task")
+    assert first < out.index("Task failed with exception")
+    assert source.server.url(broken) in out[first:out.index("\n", first)]
+    source.server.clear_faults()
+    source.server.reset_log()
+    rerun = run_example("mirror_to_local")
+    assert states(rerun) == {"baseline": "success", "audit": "success"}
+    assert resource_bodies_sent(source) == [broken]
+    assert_mirrors(source, tmp_path / "mirror")
+
+
+def test_mirror_to_s3_mirrors_through_the_aws_connection(
+        source: ResourceSyncSource, bucket: str, s3_client: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_S3_URL", f"s3://{bucket}/mirror/")
+    monkeypatch.setenv("RESOURCESYNC_AWS_CONN_ID", AWS_CONN_ID)
+    run = run_example("mirror_to_s3")
+    assert states(run) == {"baseline": "success", "audit": "success"}
+    mapper = KeyMapper()
+    for uri, body in source.state().items():
+        stored = s3_client.get_object(Bucket=bucket, Key="mirror/" + mapper.key(uri))
+        assert stored["Body"].read() == body
+    assert xcom(run, "baseline")["destination"] == f"s3://{bucket}/mirror/"
+    assert xcom(run, "audit")["clean"] is True
+    assert asset_event_uris(run) == [f"s3://{bucket}/mirror"]
+
+
+def test_the_sharded_baseline_maps_over_shards_combines_and_audits_clean(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    mirror = tmp_path / "sharded"
+    monkeypatch.setenv("RESOURCESYNC_SHARDED_DESTINATION", mirror.as_uri())
+    run = run_example("sharded_baseline")
+    assert states(run) == {"baseline[0]": "success", "baseline[1]": "success",
+                           "baseline[2]": "success", "combine": "success", "audit": "success"}
+    shards = [Checkpoint.from_json(xcom(run, "baseline", index)) for index in range(3)]
+    assert [(shard.shard.index, shard.shard.count) for shard in shards if shard.shard] == [
+        (0, 3), (1, 3), (2, 3)]
+    assert sum(shard.stats["fetched"] for shard in shards) == 20
+    combined = Checkpoint.from_json(xcom(run, "combine"))
+    assert (combined.shard, combined.stats["fetched"]) == (None, 20)
+    assert xcom(run, "audit")["clean"] is True
+    assert_mirrors(source, mirror)
+    assert asset_event_uris(run) == [mirror.as_uri()]
+
+
+def test_the_demo_mirrors_its_sample_source_in_a_real_run(tmp_path: Path) -> None:
+    result = run_demo(tmp_path / "demo", resources=12)
+    assert result.succeeded, result.render()
+    assert result.mirrored == 12
+    assert result.checkpoint is not None and result.checkpoint["stats"]["fetched"] == 12
+    assert result.audit is not None and result.audit["clean"] is True
+    assert "12 files mirrored" in result.render()
