@@ -1,8 +1,9 @@
 """A baseline spread over shards with dynamic task mapping, combined into one mirror and audited.
 
-Each mapped ``baseline`` task mirrors its own part of the Source's resources (a stable hash of
-each URI decides which); ``combine`` makes one mirror of the parts once every shard succeeded,
-and ``audit`` checks the result against the Source. A shard that fails can be re-run alone.
+Each mapped ``baseline`` task mirrors its own part of the Source's resources (a stable hash of each
+URI decides which), and removes what of its part the Source no longer lists; ``combine`` makes one
+mirror of the parts once every shard succeeded, and ``audit`` checks the result against the Source.
+A shard that fails can be re-run alone.
 
 Connections: ``resourcesync_default`` (type ``resourcesync``), whose base URL is the Source's; for
 an ``s3://`` destination, the AWS connection named by ``RESOURCESYNC_AWS_CONN_ID`` (default
@@ -39,7 +40,7 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     shards = ResourceSyncBaselineOperator.partial(
-        task_id="baseline", destination=DESTINATION, shard_count=SHARDS,
+        task_id="baseline", destination=DESTINATION, shard_count=SHARDS, remove_missing=True,
         aws_conn_id=AWS_CONN_ID,
     ).expand(shard_index=list(range(SHARDS)))
     combine = ResourceSyncCombineShardsOperator(

@@ -15,7 +15,7 @@ from ..errors import ConfigurationError
 from ..hooks.destination import destination_asset_uri, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.keys import KeyMapper
-from ..sync.baseline import combine_shards, run_baseline
+from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
 from ..sync.shard import Shard
 from .next_step import says_what_next
@@ -98,6 +98,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
                  shard_count: int | None = None, aws_conn_id: str | None = "aws_default",
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if method not in METHODS:
+            raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url

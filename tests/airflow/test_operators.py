@@ -69,6 +69,7 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
 
 @pytest.mark.parametrize("make", [
     lambda: ResourceSyncBaselineOperator(task_id="b", destination="mirror"),
+    lambda: ResourceSyncBaselineOperator(task_id="b", destination="/m", method="changelist"),
     lambda: ResourceSyncAuditOperator(task_id="a", destination="/m", on_mismatch="ignore"),
 ])
 def test_wrong_arguments_fail_when_the_dag_is_parsed(make: Callable[[], object]) -> None:
