@@ -7,6 +7,7 @@ import logging
 from collections.abc import Iterable
 from types import TracebackType
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -78,7 +79,7 @@ class AsyncResourceSyncClient:
                 await asyncio.sleep(step.delay)
 
     def _slot(self, url: str) -> asyncio.Semaphore:
-        host = httpx.URL(url).host
+        host = urlsplit(url).hostname or ""
         slot = self._slots.get(host)
         if slot is None:
             slot = self._slots[host] = asyncio.Semaphore(self.policy.concurrency_per_host)

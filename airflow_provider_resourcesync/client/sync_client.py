@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterable
 from typing import BinaryIO, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -155,7 +156,7 @@ class ResourceSyncClient(ClosedOnExit):
                 time.sleep(step.delay)
 
     def _slot(self, url: str) -> threading.BoundedSemaphore:
-        host = httpx.URL(url).host
+        host = urlsplit(url).hostname or ""
         with self._slots_lock:
             slot = self._slots.get(host)
             if slot is None:

@@ -18,6 +18,8 @@ __all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "HashValue", "Ha
 #: Algorithm tokens mapped to :mod:`hashlib` names: the spec's examples use md5 and sha-256.
 HASH_ALGORITHMS: dict[str, str] = {
     "md5": "md5", "sha-1": "sha1", "sha-256": "sha256", "sha-512": "sha512"}
+#: Direct constructors: ``hashlib.new(name)`` looks the name up on every call.
+_CONSTRUCTORS = {name: getattr(hashlib, module) for name, module in HASH_ALGORITHMS.items()}
 #: What a :class:`Digester` computes unless told otherwise.
 DEFAULT_ALGORITHMS = ("md5", "sha-1", "sha-256")
 
@@ -100,9 +102,7 @@ class Digester:
 
     def __init__(self, algorithms: Iterable[str] = DEFAULT_ALGORITHMS) -> None:
         self._hashers = {
-            name: hashlib.new(HASH_ALGORITHMS[name]) for name in algorithms
-            if name in HASH_ALGORITHMS
-        }
+            name: _CONSTRUCTORS[name]() for name in algorithms if name in _CONSTRUCTORS}
         self.length = 0
 
     @classmethod

@@ -1,13 +1,17 @@
 """A destination on local disk: objects are files under a root directory.
 
-Layout: the object at ``key`` is ``root/key``; its :class:`ObjectInfo` is JSON at
-``root/.resourcesync/meta/key`` (the same tree shape as the objects, so the metadata can never
-clash where the objects do not); writes are staged in ``root/.resourcesync/tmp/`` (the same
+Layout: the object at ``key`` is ``root/key``. Its :class:`ObjectInfo` travels as JSON in the
+file's extended attribute ``user.resourcesync``, set on the staged file before it is renamed into
+place, so object and description appear together. Where the filesystem has no user extended
+attributes (or a description is too large for one), it is JSON at ``root/.resourcesync/meta/key``
+instead (the same tree shape as the objects, so it can never clash where the objects do not),
+written after the object. Writes are staged in ``root/.resourcesync/tmp/`` (the same
 filesystem) and committed with :func:`os.replace`, which is atomic: readers and a process that
 dies see the old object or the new one. Files are not fsynced (that would cost more than a
 fetch): after a power loss, recent writes may be lost, which an audit by hash finds. The
-metadata is replaced after the object: a crash in between leaves new data with old metadata,
-which the next sync detects by hash and fixes.
+metadata is written after the object and only ever describes it or an older version: a crash in
+between, or a torn metadata file (read as no metadata), makes the next sync fetch the object
+again, never skip it wrongly.
 
 Limitation of local disks (S3 has none): a path cannot be a file and a directory at once, so
 keys ``a`` and ``a/b`` (URIs ``/x`` and ``/x/y`` both mirrored) cannot both be held. The second
@@ -19,6 +23,7 @@ link on the way) is refused, whatever produced it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
@@ -39,6 +44,7 @@ __all__ = ["LocalDestination", "key_segments"]
 
 _TMP = RESERVED_PREFIX + "tmp"
 _META = RESERVED_PREFIX + "meta"
+_XATTR = "user.resourcesync"
 _INTERNAL = (_TMP + "/", _META + "/")
 
 
@@ -70,8 +76,10 @@ class LocalDestination(Destination):
         except OSError as exc:
             raise DestinationError(f"{self.root}: cannot create the mirror's directories: {exc}"
                                    ) from exc
-        # Creating directories and pruning empty ones must not interleave across threads.
-        self._tree = threading.Lock()
+        # Commits share the tree; deletes and moves, which prune empty directories, have it alone.
+        self._tree = _SharedLock()
+        self._xattrs = _xattrs_work(self._tmp)
+        self._known: set[str] = set()  # directories created or checked: no link on the way
 
     # -- paths -----------------------------------------------------------------------------------
 
@@ -83,9 +91,15 @@ class LocalDestination(Destination):
         return segments
 
     def _path(self, key: str) -> Path:
-        """The file of ``key``, checked to stay under the root with no symbolic link on the way."""
+        """The file of ``key``, checked to stay under the root with no symbolic link on the way
+        (directories once, then remembered; the file itself every time)."""
         path = os.path.join(self.root, *self._segments(key))
-        if os.path.realpath(path) != path:
+        parent = os.path.dirname(path)
+        if parent not in self._known and os.path.realpath(parent) == parent and os.path.isdir(
+                parent):
+            self._known.add(parent)
+        if (parent not in self._known and os.path.realpath(parent) != parent) or os.path.islink(
+                path):
             raise DestinationError(f"key {key!r} resolves outside {self.root} (a symbolic link "
                                    "or a path that escapes the root)")
         return Path(path)
@@ -93,19 +107,25 @@ class LocalDestination(Destination):
     def _meta_path(self, key: str) -> Path:
         return self.root / _META / key
 
-    def _prepare(self, key: str, path: Path, meta: Path) -> None:
-        """Create the parent directories of ``path`` and ``meta``; refuse a file/directory clash."""
-        for parent in (path.parent, meta.parent):
+    def _prepare(self, key: str, *paths: Path) -> None:
+        """Create the parent directories of ``paths``, once each."""
+        for parent in (path.parent for path in paths):
+            if str(parent) in self._known:
+                continue
             try:
                 parent.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
                 raise self._file_in_the_way(key, parent) from None
-        if path.is_dir():
-            below = next(self._walk(path), None)
-            holding = f" holding the key {below!r}" if below else ""
-            raise DestinationError(
-                f"key {key!r} cannot be written: it is a directory{holding}, and a local disk "
-                "cannot hold both (use S3, or a prefix mapping that separates them)")
+            if os.path.realpath(parent) != str(parent):
+                raise DestinationError(f"key {key!r} resolves outside {self.root}")
+            self._known.add(str(parent))
+
+    def _directory_in_the_way(self, key: str, path: Path) -> DestinationError:
+        below = next(self._walk(path), None)
+        holding = f" holding the key {below!r}" if below else ""
+        return DestinationError(
+            f"key {key!r} cannot be written: it is a directory{holding}, and a local disk "
+            "cannot hold both (use S3, or a prefix mapping that separates them)")
 
     def _file_in_the_way(self, key: str, parent: Path) -> DestinationError:
         for ancestor in (parent, *parent.parents):
@@ -134,15 +154,6 @@ class LocalDestination(Destination):
                 if key.startswith(prefix) and not os.path.islink(os.path.join(directory, name)):
                     yield key
 
-    def _prune(self, directory: Path, stop: Path) -> None:
-        """Remove empty directories from ``directory`` up to (not including) ``stop``."""
-        while directory != stop and stop in directory.parents:
-            try:
-                directory.rmdir()
-            except OSError:
-                return
-            directory = directory.parent
-
     # -- writing ---------------------------------------------------------------------------------
 
     def stage(self, key: str) -> _LocalStaged:
@@ -151,23 +162,32 @@ class LocalDestination(Destination):
             return _LocalStaged(self, key)
 
     def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
-        """Rename ``staged`` to the object at ``key``, then replace its metadata (or drop it)."""
-        path, meta = self._path(key), self._meta_path(key)
+        """Rename ``staged`` to the object at ``key`` with its description: in an extended
+        attribute set before the rename, else in a metadata file written after it."""
+        path = self._path(key)
         data = _info_json(info) if info is not None else None
-        with self._tree, _os_errors(f"cannot write {key!r} under {self.root}"):
-            self._prepare(key, path, meta)
-            os.replace(staged, path)
-            if data is None:
-                meta.unlink(missing_ok=True)
-                return
-            fd, temporary = tempfile.mkstemp(dir=self._tmp, prefix="meta-")
+        with self._tree.shared(), _os_errors(f"cannot write {key!r} under {self.root}"):
+            attached = data is not None and self._attach(staged, data)
+            sidecar = None if attached or data is None else self._meta_path(key)
+            self._prepare(key, path, *([sidecar] if sidecar else []))
             try:
-                with os.fdopen(fd, "wb") as file:
-                    file.write(data)
-                os.replace(temporary, meta)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
+                os.replace(staged, path)
+            except IsADirectoryError:
+                raise self._directory_in_the_way(key, path) from None
+            if sidecar is not None:
+                sidecar.write_bytes(data)  # type: ignore[arg-type]
+            elif data is None:
+                self._meta_path(key).unlink(missing_ok=True)
+
+    def _attach(self, staged: str, data: bytes) -> bool:
+        """Set the description on the staged file; False where no attribute can hold it."""
+        if not self._xattrs:
+            return False
+        try:
+            os.setxattr(staged, _XATTR, data)
+        except OSError:  # larger than the filesystem allows in one attribute
+            return False
+        return True
 
     def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
         """Write a small object whole; a file has no content type and no :class:`ObjectInfo`."""
@@ -179,13 +199,19 @@ class LocalDestination(Destination):
     # -- reading ---------------------------------------------------------------------------------
 
     def info(self, key: str) -> ObjectInfo | None:
-        if not self._path(key).is_file():
+        path = self._path(key)
+        if not path.is_file():
             return None
         try:
-            data = self._meta_path(key).read_bytes()
-        except FileNotFoundError:
-            return None
-        return _info_from_json(data, key)
+            data = os.getxattr(path, _XATTR) if self._xattrs else None
+        except OSError:
+            data = None
+        if data is None:
+            try:
+                data = self._meta_path(key).read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+        return _info_from_json(data)
 
     def open(self, key: str) -> BinaryIO:
         with _os_errors(f"cannot read the object at {key!r} under {self.root}"):
@@ -208,7 +234,7 @@ class LocalDestination(Destination):
 
     def delete(self, key: str) -> None:
         path, meta = self._path(key), self._meta_path(key)
-        with self._tree, _os_errors(f"cannot delete {key!r} under {self.root}"):
+        with self._tree.exclusive(), _os_errors(f"cannot delete {key!r} under {self.root}"):
             if path.is_dir():
                 raise DestinationError(f"key {key!r} is a directory, not an object")
             path.unlink(missing_ok=True)
@@ -219,7 +245,8 @@ class LocalDestination(Destination):
     def move(self, key: str, to_key: str) -> None:
         path, meta = self._path(key), self._meta_path(key)
         to_path, to_meta = self._path(to_key), self._meta_path(to_key)
-        with self._tree, _os_errors(f"cannot move {key!r} to {to_key!r} under {self.root}"):
+        with self._tree.exclusive(), _os_errors(
+                f"cannot move {key!r} to {to_key!r} under {self.root}"):
             if not path.is_file():
                 raise DestinationError(f"cannot move {key!r} to {to_key!r}: there is no object "
                                        f"at {key!r}")
@@ -232,12 +259,76 @@ class LocalDestination(Destination):
             self._prune(path.parent, self.root)
             self._prune(meta.parent, self.root / _META)
 
+    def _prune(self, directory: Path, stop: Path) -> None:
+        """Remove empty directories from ``directory`` up to (not including) ``stop``."""
+        while directory != stop and stop in directory.parents:
+            try:
+                directory.rmdir()
+            except OSError:
+                return
+            self._known.discard(str(directory))
+            directory = directory.parent
+
+
+_STAGED = itertools.count()
+
+
+def _stage_name() -> str:
+    """A name no other staging file has: this process's, numbered (cheaper than random names)."""
+    return f"stage-{os.getpid()}-{next(_STAGED)}"
+
+
+def _xattrs_work(directory: Path) -> bool:
+    """Whether files in ``directory`` take user extended attributes (Linux, most filesystems)."""
+    if not hasattr(os, "setxattr"):
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix="probe-") as probe:
+            os.setxattr(probe.name, _XATTR, b"{}")
+    except OSError:
+        return False
+    return True
+
+
+class _SharedLock:
+    """Many holders in shared mode, or one in exclusive mode."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._shared = 0
+        self._exclusive = False
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._exclusive)
+            self._shared += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._shared -= 1
+                self._condition.notify_all()
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        with self._condition:
+            self._condition.wait_for(lambda: not self._exclusive and not self._shared)
+            self._exclusive = True
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._exclusive = False
+                self._condition.notify_all()
+
 
 class _LocalStaged(Staged):
     """A staging file in the destination's working area, renamed into place on commit."""
 
     def __init__(self, destination: LocalDestination, key: str) -> None:
-        fd, self._temporary = tempfile.mkstemp(dir=destination._tmp, prefix="stage-")
+        self._temporary = os.path.join(destination._tmp, _stage_name())
+        fd = os.open(self._temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         super().__init__(key, os.fdopen(fd, "w+b"))
         self._destination = destination
 
@@ -278,7 +369,8 @@ def _info_json(info: ObjectInfo) -> bytes:
     }, ensure_ascii=False).encode()
 
 
-def _info_from_json(data: bytes, key: str) -> ObjectInfo:
+def _info_from_json(data: bytes) -> ObjectInfo | None:
+    """The description; None for a torn or foreign one, so the object is fetched again."""
     try:
         value = json.loads(data)
         return ObjectInfo(
@@ -286,5 +378,5 @@ def _info_from_json(data: bytes, key: str) -> ObjectInfo:
             lastmod=parse_datetime(value["lastmod"]) if value["lastmod"] is not None else None,
             type=value["type"],
         )
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DestinationError(f"the metadata of {key!r} is not readable: {exc}") from exc
+    except (ValueError, KeyError, TypeError):
+        return None

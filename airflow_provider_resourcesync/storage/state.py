@@ -43,6 +43,9 @@ from ..protocol.writer import document_bytes
 from .base import Destination, ObjectInfo
 from .keys import RESERVED_PREFIX
 
+#: Writes per SQLite transaction (see ``MirrorState._transaction``).
+_COMMIT_EVERY = 10_000
+
 __all__ = [
     "CAPABILITY_LIST",
     "CHANGES",
@@ -147,6 +150,7 @@ class MirrorState(ClosedOnExit):
             self._db.execute(f"PRAGMA {pragma}")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._writes = 0
         self._checkpoint: dict[str, Any] | None = None
         self._saved_at: datetime | None = None
         self._changelist: str | None = None
@@ -203,7 +207,7 @@ class MirrorState(ClosedOnExit):
 
     def mark_seen(self, uri: str) -> None:
         """Note that the Source still lists ``uri`` (nothing if the mirror does not hold it)."""
-        with self._lock:
+        with self._transaction():
             self._db.execute("UPDATE records SET seen = 1 WHERE uri = ?", (uri,))
 
     def unseen(self) -> Iterator[str]:
@@ -301,14 +305,17 @@ class MirrorState(ClosedOnExit):
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        """Writes, under the lock, in one long transaction committed every
+        :data:`_COMMIT_EVERY` writes: the SQLite file is private to this run and the connection
+        reads its own uncommitted rows, so a commit per write would only cost time."""
         with self._lock:
-            self._db.execute("BEGIN")
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN")
+            yield
+            self._writes += 1
+            if self._writes >= _COMMIT_EVERY:
+                self._db.execute("COMMIT")
+                self._writes = 0
 
     def _scan(self, query: str, page: int = 1_000) -> Iterator[Sequence[Any]]:
         """Rows of ``query`` (whose first column is the ``uri`` its ``uri > ?`` pages on), in

@@ -70,16 +70,38 @@ def test_a_commit_happens_once(local: LocalDestination) -> None:
             staged.commit(INFO)
 
 
-def test_metadata_travels_as_json_beside_the_tree(local: LocalDestination) -> None:
+def test_the_description_travels_with_the_object(local: LocalDestination) -> None:
+    # Here (Linux, ext4 or tmpfs) in an extended attribute of the file itself.
+    write(local, "https/h/a/b", b"abc")
+    assert local.info("https/h/a/b") == INFO
+    stored = json.loads(os.getxattr(local.root / "https/h/a/b", "user.resourcesync"))
+    assert stored["uri"] == INFO.uri
+    assert stored["hash"] == str(INFO.hashes)
+    assert stored["lastmod"] == "2024-01-02T03:04:05.6789Z"
+    assert not (local.root / ".resourcesync/meta").exists()
+    info = ObjectInfo("https://h/x", 0, Hashes(()))
+    write(local, "https/h/x", b"", info)
+    assert local.info("https/h/x") == info
+
+
+def test_without_extended_attributes_the_description_is_a_file_beside_the_tree(
+        local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local, "_xattrs", False)
     write(local, "https/h/a/b", b"abc")
     assert local.info("https/h/a/b") == INFO
     stored = json.loads((local.root / ".resourcesync/meta/https/h/a/b").read_text())
     assert stored["uri"] == INFO.uri
-    assert stored["hash"] == str(INFO.hashes)
-    assert stored["lastmod"] == "2024-01-02T03:04:05.6789Z"
-    info = ObjectInfo("https://h/x", 0, Hashes(()))
-    write(local, "https/h/x", b"", info)
-    assert local.info("https/h/x") == info
+    local.move("https/h/a/b", "https/h/c")
+    assert local.info("https/h/c") == INFO
+    local.delete("https/h/c")
+    assert not (local.root / ".resourcesync/meta/https/h/c").exists()
+
+
+def test_a_torn_description_reads_as_none_so_the_object_is_fetched_again(
+        local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(local, "https/h/a", b"abc")
+    os.setxattr(local.root / "https/h/a", "user.resourcesync", b'{"uri": "https://h/a", "len')
+    assert local.info("https/h/a") is None
 
 
 def test_write_bytes_keeps_no_stale_metadata(local: LocalDestination) -> None:
