@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo test lint bench
+.PHONY: uv demo test lint bench bench-baseline
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -19,3 +19,6 @@ lint: uv
 
 bench: uv
 	$(UV) run --frozen python benchmarks/parse.py
+
+bench-baseline: uv
+	$(UV) run --frozen python benchmarks/baseline.py
