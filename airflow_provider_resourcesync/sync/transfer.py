@@ -51,8 +51,8 @@ class Transfer:
             if self.unchanged(Expected.of(entry), key):
                 return Outcome(entry.loc, "unchanged")
             return write(key)
-        except ResourceSyncError as error:
-            return Outcome(entry.loc, "failed", reason=str(error))
+        except ResourceSyncError as error:  # the reason without the URL the outcome names
+            return Outcome(entry.loc, "failed", reason=str(error).removeprefix(f"{entry.loc}: "))
 
     # -- the steps -------------------------------------------------------------------------------
 
