@@ -1,4 +1,5 @@
-"""Airflow in tests runs on its own: a temporary AIRFLOW_HOME with SQLite and the example DAGs.
+"""Shared by every test: Airflow on its own (a temporary AIRFLOW_HOME with SQLite and the example
+DAGs), and moto's S3 server.
 
 Airflow reads its configuration when first imported, and pytest loads this file before any test
 module (which may import airflow), whatever the order of collection. ``tests/airflow`` migrates
@@ -11,7 +12,11 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from moto.server import ThreadedMotoServer
 
 _HOME = tempfile.mkdtemp(prefix="airflow-home-")
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
@@ -21,3 +26,14 @@ os.environ.update({
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags_examples"),
 })
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on a free port of 127.0.0.1, spoken to over HTTP (one per session; tests
+    keep apart by bucket)."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

@@ -10,7 +10,6 @@ from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
@@ -40,15 +39,6 @@ def source(monkeypatch: pytest.MonkeyPatch) -> Iterator[ResourceSyncSource]:
         yield published
 
 
-@pytest.fixture(scope="session")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server on a free port of 127.0.0.1, spoken to over HTTP."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
-
 
 @pytest.fixture
 def s3_client(s3_endpoint: str) -> Any:
@@ -60,7 +50,7 @@ def s3_client(s3_endpoint: str) -> Any:
 def bucket(s3_client: Any, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """A new, empty bucket, and the AWS connection ``aws_test`` to moto (``endpoint_url`` in its
     extra, dummy keys)."""
-    name = f"mirror-{next(_buckets)}"
+    name = f"airflow-mirror-{next(_buckets)}"
     s3_client.create_bucket(Bucket=name)
     monkeypatch.setenv(f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}", json.dumps({
         "conn_type": "aws", "login": "test", "password": "test",

@@ -4,27 +4,16 @@ over HTTP by boto3 (about 12 ms a request: keep object counts small, page sizes 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
 
 _buckets = itertools.count()
 
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """One moto server per test module, on a free port of 127.0.0.1."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture(scope="module")
