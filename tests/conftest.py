@@ -1,5 +1,5 @@
 """Shared by every test: Airflow on its own (a temporary AIRFLOW_HOME with SQLite and the example
-DAGs), and moto's S3 server.
+DAGs), moto's S3 server, and a loopback server for Sources.
 
 Airflow reads its configuration when first imported, and pytest loads this file before any test
 module (which may import airflow), whatever the order of collection. ``tests/airflow`` migrates
@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from moto.server import ThreadedMotoServer
+
+from airflow_provider_resourcesync.testing import SourceServer
 
 _HOME = tempfile.mkdtemp(prefix="airflow-home-")
 atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
@@ -37,3 +39,10 @@ def s3_endpoint() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
+
+
+@pytest.fixture
+def server() -> Iterator[SourceServer]:
+    """A started loopback server (a Source's HTTP side), stopped on teardown."""
+    with SourceServer(max_lifetime=120) as running:
+        yield running

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from types import TracebackType
 from typing import Self
 
 
-class ClosedOnExit(AbstractContextManager["ClosedOnExit"]):
-    """Readers: leaving the ``with`` block, by any way, calls ``close()``."""
+class _Closeable(AbstractContextManager["_Closeable"]):
+    """``with obj:`` gives ``obj``; subclasses say when leaving the block calls ``close()``."""
 
     def __enter__(self) -> Self:
         return self
@@ -16,22 +15,18 @@ class ClosedOnExit(AbstractContextManager["ClosedOnExit"]):
     def close(self) -> None:
         raise NotImplementedError
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+
+class ClosedOnExit(_Closeable):
+    """Readers: leaving the ``with`` block, by any way, calls ``close()``."""
+
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 
-class FinishedOnSuccess(AbstractContextManager["FinishedOnSuccess"]):
+class FinishedOnSuccess(_Closeable):
     """Writers: a clean exit finishes the output with ``close()``; an error leaves it unfinished,
     so a truncated document or package cannot pass for a complete one."""
 
-    def __enter__(self) -> Self:
-        return self
-
-    def close(self) -> None:
-        raise NotImplementedError
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
         if exc_type is None:
             self.close()

@@ -14,12 +14,6 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServ
 INITIAL = {f"r{number}.txt": f"resource {number}\n".encode() for number in range(1, 6)}
 
 
-@pytest.fixture
-def server() -> Iterator[SourceServer]:
-    """A started loopback server, stopped on teardown."""
-    with SourceServer(max_lifetime=120) as running:
-        yield running
-
 
 @pytest.fixture
 def source(server: SourceServer) -> ResourceSyncSource:

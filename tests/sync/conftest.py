@@ -26,11 +26,6 @@ INITIAL = {f"r{number:02d}.txt": f"resource {number}\n".encode() * number
            for number in range(1, 21)}
 
 
-@pytest.fixture
-def server() -> Iterator[SourceServer]:
-    with SourceServer(max_lifetime=120) as running:
-        yield running
-
 
 @pytest.fixture
 def source(server: SourceServer) -> ResourceSyncSource:

@@ -26,11 +26,6 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 INITIAL = {f"r{number}.txt": f"resource {number}\n".encode() for number in range(1, 6)}
 
 
-@pytest.fixture
-def server() -> Iterator[SourceServer]:
-    with SourceServer(max_lifetime=60) as started:
-        yield started
-
 
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
