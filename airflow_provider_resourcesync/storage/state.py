@@ -55,6 +55,7 @@ __all__ = [
     "RESOURCE_LIST",
     "MirrorState",
     "ObjectRecord",
+    "saved_checkpoint",
 ]
 
 RESOURCE_LIST = RESERVED_PREFIX + "resourcelist.xml"
@@ -389,17 +390,10 @@ class MirrorState(ClosedOnExit):
             yield reader
 
     def _read_checkpoint(self, data: bytes) -> None:
-        url = self.destination.object_url(self._key(CHECKPOINT))
-        try:
-            value = json.loads(data)
-            if value["version"] != _VERSION:
-                raise ValueError(f"version {value['version']!r}, not {_VERSION}")
-            self._saved_at = parse_datetime(value["saved_at"])
-            self._changelist = value["changelist"]
-            self._checkpoint = value["checkpoint"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url
-                                ) from exc
+        value = _saved_record(data, self.destination.object_url(self._key(CHECKPOINT)))
+        self._saved_at = parse_datetime(value["saved_at"])
+        self._changelist = value["changelist"]
+        self._checkpoint = value["checkpoint"]
 
     def _part_key(self, entry: Entry, url: str) -> str:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
@@ -502,6 +496,35 @@ class MirrorState(ClosedOnExit):
 
 
 # -- rows --------------------------------------------------------------------------------------
+
+def saved_checkpoint(destination: Destination) -> dict[str, Any] | None:
+    """The checkpoint the mirror at ``destination`` last saved, reading nothing else (for a
+    sensor, say); None: no run saved one.
+
+    :raises DocumentError: the saved record is not readable.
+    """
+    data = destination.read_bytes(CHECKPOINT)
+    if data is None:
+        return None
+    checkpoint: dict[str, Any] | None = _saved_record(data, destination.object_url(CHECKPOINT))[
+        "checkpoint"]
+    return checkpoint
+
+
+def _saved_record(data: bytes, url: str) -> dict[str, Any]:
+    """The record :meth:`MirrorState.save` writes next to the documents, checked."""
+    try:
+        value = json.loads(data)
+        if value["version"] != _VERSION:
+            raise ValueError(f"version {value['version']!r}, not {_VERSION}")
+        parse_datetime(value["saved_at"])
+        missing = {"changelist", "checkpoint"} - value.keys()
+        if missing:
+            raise KeyError(", ".join(sorted(missing)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url) from exc
+    return value
+
 
 def _micros(value: datetime | None, what: str = "lastmod") -> int | None:
     """Microseconds since the epoch: exact, and ordered as the instants are."""

@@ -1,37 +1,122 @@
-"""A function over a stream of items on a few threads, with bounded work in flight.
+"""A function over a stream of items on a few threads, with as much work in flight as pays.
 
 Items are drawn on the caller's thread only as slots free up, so a million-entry list never
 becomes a million queued futures; results come back on the caller's thread as they complete.
+
+How many items are in flight follows :class:`Throttle`: concurrency pays while the workers wait
+on the network, and costs once the interpreter's one lock keeps them waiting on each other.
+Which of the two a Source is, only measuring tells.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
-__all__ = ["bounded_map"]
+__all__ = ["Throttle", "bounded_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+class Throttle:
+    """The number of items to keep in flight, between 1 and ``ceiling``, found by trying.
+
+    By Little's law, throughput is items in flight over time per item. Against a distant Source
+    time per item is mostly waiting, and doubling what is in flight nearly doubles throughput;
+    against a near one it is mostly our own work under the GIL, and more threads only contend.
+    So the limit starts at ``ceiling`` (what a distant Source wants) and probes: half as many is
+    kept when its rate of completions is at least the higher limit's, twice as many when it
+    raises that rate by ``GAIN``, and a probe that pays is followed by another the same way; one
+    that does not is undone. After ``HOLD`` windows at one limit it probes again, down and up in
+    turn, so the limit follows a Source whose latency changes. Each probe is judged against the
+    window just before it, so a machine whose speed drifts over minutes misleads it little.
+    """
+
+    GAIN = 0.1
+    HOLD = 8
+    #: A window closes after this many seconds and at least two completions per item in flight.
+    WINDOW = 0.25
+
+    def __init__(self, ceiling: int, now: float) -> None:
+        self.ceiling = max(ceiling, 1)
+        self.limit = self.ceiling
+        self._start, self._done = now, 0
+        self._probe: tuple[int, float] | None = None  # the limit and rate a probe left
+        self._hold, self._upward = 0, False
+
+    def completed(self, now: float) -> None:
+        """One item done at ``now`` (a monotonic clock)."""
+        self._done += 1
+        elapsed = now - self._start
+        if elapsed < self.WINDOW or self._done < 2 * self.limit:
+            return
+        rate = self._done / elapsed
+        self._start, self._done = now, 0
+        if self._probe is not None:
+            self._judge(rate)
+        elif self._hold > 0:
+            self._hold -= 1
+        else:
+            self._upward = not self._upward
+            self._try(rate, self._upward)
+
+    def _judge(self, rate: float) -> None:
+        before, before_rate = self._probe  # type: ignore[misc]
+        self._probe = None
+        if self.limit > before and rate >= before_rate * (1 + self.GAIN):
+            self._try(rate, upward=True)  # it paid: keep climbing
+        elif self.limit < before and rate >= before_rate:
+            self._try(rate, upward=False)  # as much for less: keep descending
+        else:
+            self.limit, self._hold = before, self.HOLD
+
+    def _try(self, rate: float, upward: bool) -> None:
+        """Probe the next limit in the direction asked for, else the other; hold at the last."""
+        up, down = min(self.ceiling, 2 * self.limit), max(1, self.limit // 2)
+        target = (up if up != self.limit else down) if upward else (
+            down if down != self.limit else up)
+        if target == self.limit:
+            self._hold = self.HOLD
+        else:
+            self._probe, self.limit = (self.limit, rate), target
+
+
 def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
-    """``function`` over ``items`` on ``workers`` threads, results in completion order, at most
-    ``2 * workers`` items in flight. Leaving early waits for the running calls and cancels the
-    queued ones; an exception ``function`` raises is raised here."""
-    limit = 2 * max(workers, 1)
-    with ThreadPoolExecutor(max(workers, 1), thread_name_prefix="resourcesync") as pool:
-        pending: set[Future[R]] = set()
-        try:
-            for item in items:
-                if len(pending) >= limit:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    yield from (future.result() for future in done)
-                pending.add(pool.submit(function, item))
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                yield from (future.result() for future in done)
-        finally:
-            for future in pending:
-                future.cancel()
+    """``function`` over ``items`` on up to ``workers`` threads, results in completion order:
+    :class:`Throttle`'s limit of threads, with as many items again queued (a thread that finishes
+    finds its next item waiting). When the limit changes, new items go to a pool of the new size
+    and the old pool finishes what it holds. Leaving early waits for the running calls and
+    cancels the queued ones; an exception ``function`` raises is raised here."""
+    throttle = Throttle(workers, time.monotonic())
+    pool: ThreadPoolExecutor | None = None
+    size = 0  # the threads of ``pool``
+    pending: set[Future[R]] = set()
+
+    def settle() -> Iterator[R]:
+        nonlocal pending
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            throttle.completed(time.monotonic())
+            yield future.result()
+
+    try:
+        for item in items:
+            while len(pending) >= 2 * throttle.limit:
+                yield from settle()
+            if pool is None or size != throttle.limit:
+                if pool is not None:
+                    pool.shutdown(wait=False)  # its threads end with its last item
+                size = throttle.limit
+                pool = ThreadPoolExecutor(size, thread_name_prefix="resourcesync")
+            pending.add(pool.submit(function, item))
+        while pending:
+            yield from settle()
+    finally:
+        for future in pending:
+            future.cancel()
+        wait(pending)
+        if pool is not None:
+            pool.shutdown()

@@ -28,6 +28,7 @@ from airflow_provider_resourcesync.storage.state import (
     RESOURCE_LIST,
     MirrorState,
     ObjectRecord,
+    saved_checkpoint,
 )
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -335,3 +336,14 @@ def test_object_record_and_info(local: LocalDestination) -> None:
         staged.commit(item.info)
     assert local.info(item.key) == item.info
 
+
+
+def test_the_saved_checkpoint_is_read_alone(tmp_path: Any) -> None:
+    destination = LocalDestination(tmp_path)
+    assert saved_checkpoint(destination) is None
+    with MirrorState.load(destination) as state:
+        state.save(at=datetime(2026, 1, 2, tzinfo=UTC), checkpoint={"kind": "baseline"})
+    assert saved_checkpoint(destination) == {"kind": "baseline"}
+    destination.write_bytes(CHECKPOINT, b'{"version": 1}', "application/json")
+    with pytest.raises(DocumentError, match="checkpoint is not readable"):
+        saved_checkpoint(destination)
