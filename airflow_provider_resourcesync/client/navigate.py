@@ -30,6 +30,7 @@ __all__ = [
     "capability_documents",
     "change_dump_packages_after",
     "changes_after",
+    "choose_capability",
     "resource_dump_packages",
     "resource_list",
 ]
@@ -57,6 +58,28 @@ def capability_documents(client: ResourceSyncClient, capability_list_url: str
         raise DocumentError(f"expected a Capability List, found {_found(document.head)}",
                             url=capability_list_url, section="9")
     return capabilities_in(document.entries)
+
+
+def choose_capability(wanted: Capability | None, preferred: tuple[Capability, ...],
+                      capabilities: dict[Capability, str], url: str, purpose: str) -> Capability:
+    """``wanted`` if given, else the first of ``preferred`` the Capability List at ``url``
+    offers (9).
+
+    :raises DocumentError: it offers none of them, saying what it offers and for what
+        (``purpose``: "to baseline from").
+    """
+    for capability in (wanted,) if wanted else preferred:
+        if capability in capabilities:
+            return capability
+    titles = " or ".join(_title(capability) for capability in ((wanted,) if wanted else preferred))
+    offered = ", ".join(sorted(capabilities)) or "nothing"
+    raise DocumentError(f"no {titles} {purpose}: the Capability List offers {offered}", url=url,
+                        section="9")
+
+
+def _title(capability: Capability) -> str:
+    kind = DocumentKind.of(capability, Root.URLSET)
+    return kind.title if kind is not None else capability.value
 
 
 # -- opening lists and indexes -------------------------------------------------------------------

@@ -19,17 +19,22 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from ..client.navigate import capability_documents, resource_dump_packages, resource_list
+from ..client.navigate import (
+    capability_documents,
+    choose_capability,
+    resource_dump_packages,
+    resource_list,
+)
 from ..client.sync_client import ResourceSyncClient
-from ..errors import ConfigurationError, DocumentError, ResourceSyncError
+from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability, DocumentKind, Entry
-from ..protocol.package import open_package
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import MirrorState
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
+from .packages import fetch_package
 from .pool import bounded_map
 from .shard import Shard
 from .tally import Outcome, Tally
@@ -67,7 +72,9 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     if method not in METHODS:
         raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
     capabilities = capability_documents(client, capability_list_url)
-    capability = _choose(METHODS[method], capabilities, capability_list_url)
+    capability = choose_capability(METHODS[method], (Capability.RESOURCE_LIST,
+                                   Capability.RESOURCE_DUMP), capabilities, capability_list_url,
+                                   "to baseline from")
     document = capabilities[capability]
     started = time.monotonic()
     log.info("Baseline from %s %s into %s%s", capability.value, document, destination.url,
@@ -96,19 +103,6 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
              stats["bytes"], stats["listed"] / elapsed if elapsed else 0.0)
     run.tally.raise_if_failed(f"the baseline from {document}")
     return checkpoint
-
-
-def _choose(wanted: Capability | None, capabilities: dict[Capability, str], url: str
-            ) -> Capability:
-    """The capability to baseline from: ``wanted``, else a Resource List, else a Resource Dump."""
-    for capability in (wanted,) if wanted else (Capability.RESOURCE_LIST,
-                                                 Capability.RESOURCE_DUMP):
-        if capability in capabilities:
-            return capability
-    offered = ", ".join(sorted(capabilities)) or "nothing"
-    raise DocumentError(f"no {wanted.value if wanted else 'Resource List or Resource Dump'} to "
-                        f"baseline from: the Capability List offers {offered}", url=url,
-                        section="9")
 
 
 def _checkpoint(source: str, document: str, destination: Destination, at: datetime | None,
@@ -162,16 +156,12 @@ class _Run:
         :func:`open_package` before anything of it is written, then copied out."""
         with tempfile.TemporaryFile(prefix="resourcesync-package-") as file:
             try:
-                self.client.download(package.loc, file, expected=package.md)
-                opened = open_package(file, url=package.loc)
+                opened = fetch_package(self.client, package, file,
+                                       DocumentKind.RESOURCE_DUMP_MANIFEST, "Resource Dump")
             except ResourceSyncError as error:
                 self._incomplete(package.loc, f"package refused, nothing of it written: {error}")
                 return
             with opened:
-                if opened.kind is not DocumentKind.RESOURCE_DUMP_MANIFEST:
-                    self._incomplete(package.loc, f"a {opened.kind.title} package in a Resource "
-                                     "Dump (11.1), nothing of it written")
-                    return
                 entries = (entry for entry, _ in opened.entries())
                 work = partial(self.transfer.unpack, opened)
                 self._count(bounded_map(work, self._mine(entries), self.concurrency))
@@ -181,18 +171,9 @@ class _Run:
         if not self.complete:
             self.tally.log.warning("Not removing anything: the listing was not read whole")
             return
-        state, destination = self.transfer.state, self.transfer.destination
-        for uri in state.unseen():
-            record = state.get(uri)
-            if record is None or (self.shard is not None and not self.shard.holds(uri)):
-                continue
-            try:
-                destination.delete(record.key)
-            except ResourceSyncError as error:
-                self.tally.fail(uri, f"cannot remove: {error}")
-                continue
-            state.remove(uri)
-            self.tally.stats["removed"] += 1
+        for uri in self.transfer.state.unseen():
+            if self.shard is None or self.shard.holds(uri):
+                self.tally.count(self.transfer.remove(uri))
 
     def _listed(self, entries: Iterable[Entry], url: str) -> Iterator[Entry]:
         """``entries``, ending early (recorded as a failure) where a part cannot be read."""

@@ -35,6 +35,7 @@ class Tally:
     stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("listed", "fetched", "unchanged", "removed", "failed", "bytes"), 0))
     failures: list[tuple[str, str]] = field(default_factory=list)
+    done: int = 0  # outcomes counted
 
     def count(self, outcome: Outcome) -> None:
         """Add one resource's outcome; log progress every :data:`PROGRESS_EVERY`."""
@@ -43,11 +44,10 @@ class Tally:
         else:
             self.stats[outcome.kind] += 1
             self.stats["bytes"] += outcome.length
-        done = self.stats["fetched"] + self.stats["unchanged"] + self.stats["failed"]
-        if done % PROGRESS_EVERY == 0:
-            self.log.info("Progress: %s resources done (%s fetched, %s unchanged, %s failed, "
-                          "%s bytes)", done, self.stats["fetched"], self.stats["unchanged"],
-                          self.stats["failed"], self.stats["bytes"])
+        self.done += 1
+        if self.done % PROGRESS_EVERY == 0:
+            self.log.info("Progress: %s resources done (%s)", self.done, ", ".join(
+                f"{value} {name}" for name, value in self.stats.items()))
 
     def fail(self, what: str, reason: str) -> None:
         """Record a failure: of a resource, a removal, a package or a document."""

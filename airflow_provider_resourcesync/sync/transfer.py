@@ -1,5 +1,6 @@
 """One resource into the mirror: skipped when held unchanged, else fetched (or copied out of a
-dump package), verified, committed atomically, and recorded in the mirror's state.
+dump package), verified, committed atomically, and recorded in the mirror's state; or one
+resource out of it, deleted or moved aside.
 
 Every method is safe to call from many threads at once. A failure is an :class:`Outcome`, not an
 exception, so the other resources go on; the staged bytes of a failed resource are discarded
@@ -53,6 +54,27 @@ class Transfer:
             return write(key)
         except ResourceSyncError as error:  # the reason without the URL the outcome names
             return Outcome(entry.loc, "failed", reason=str(error).removeprefix(f"{entry.loc}: "))
+
+    def remove(self, uri: str, *, move_to: str | None = None) -> Outcome:
+        """Delete the mirror's copy of ``uri``, or move it to the key prefix ``move_to``;
+        ``"unchanged"`` where the mirror holds none. A copy the state does not know (a run
+        killed before it saved) is found at the destination all the same."""
+        try:
+            record = self.state.get(uri)
+            if record is None:
+                key = self.mapper.key(uri)
+                info = self.destination.info(key)
+                if info is None:
+                    return Outcome(uri, "unchanged")
+                self.state.put(record := ObjectRecord.of(key, info))
+            if move_to is None:
+                self.destination.delete(record.key)
+            else:
+                self.destination.move(record.key, move_to + record.key)
+        except ResourceSyncError as error:
+            return Outcome(uri, "failed", reason=f"cannot remove: {error}")
+        self.state.remove(uri)
+        return Outcome(uri, "removed")
 
     # -- the steps -------------------------------------------------------------------------------
 

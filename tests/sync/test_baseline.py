@@ -146,7 +146,7 @@ def test_a_resource_dump_baseline(client: ResourceSyncClient, local: LocalDestin
 
 def test_the_method_must_be_offered(client: ResourceSyncClient, local: LocalDestination,
                                     source: ResourceSyncSource) -> None:
-    with pytest.raises(DocumentError, match="no resourcedump to baseline from"):
+    with pytest.raises(DocumentError, match="no Resource Dump to baseline from"):
         baseline(client, local, source, method="resourcedump")
     with pytest.raises(ConfigurationError, match="method 'ftp'"):
         baseline(client, local, source, method="ftp")

@@ -1,0 +1,220 @@
+"""The incremental engine: bring the mirror from its checkpoint to the Source's latest changes,
+read from a Change List (12.1, 12.2) or a Change Dump (13.1).
+
+Changes after the checkpoint's position are read in forward chronological order across the
+index, coalesced by URI (the last change wins), and applied on a bounded pool: created and
+updated resources fetched (or copied out of a package) and verified, deleted ones deleted, kept
+or moved aside as the user chose. The new checkpoint stands after the last change read, or just
+before the earliest change that failed: it never passes a change that was not committed, and a
+re-run from any checkpoint only repeats what is harmless to repeat (DESIGN.md, "Data flow").
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import partial
+
+from ..client.navigate import (
+    ChangeItem,
+    capability_documents,
+    change_dump_packages_after,
+    changes_after,
+    choose_capability,
+)
+from ..client.sync_client import ResourceSyncClient
+from ..errors import ConfigurationError, ResourceSyncError
+from ..protocol.model import Capability, Change, DocumentKind, Entry
+from ..protocol.package import DumpPackage
+from ..protocol.position import ChangeListRef, ChangePosition
+from ..protocol.position import changes_after as changes_in_list
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX, KeyMapper
+from ..storage.state import MirrorState
+from .checkpoint import Checkpoint
+from .coalesce import Coalesced, Winner, coalesce
+from .packages import fetch_package
+from .pool import bounded_map
+from .tally import Outcome, Tally
+from .transfer import Transfer
+
+__all__ = ["DELETES", "METHODS", "run_incremental"]
+
+_log = logging.getLogger(__name__)
+
+#: ``method`` values: "auto" takes the Change List if the Capability List has one (9).
+METHODS = {"auto": None, "changelist": Capability.CHANGE_LIST,
+           "changedump": Capability.CHANGE_DUMP}
+#: ``deletes`` values: what a ``deleted`` change does to the mirror's copy.
+DELETES = ("delete", "keep", "move")
+
+
+def run_incremental(client: ResourceSyncClient, destination: Destination, *,
+                    capability_list_url: str, checkpoint: Checkpoint, method: str = "auto",
+                    deletes: str = "delete", move_to: str = "deleted/",
+                    mapper: KeyMapper | None = None, concurrency: int = 16,
+                    log: logging.Logger | None = None) -> Checkpoint:
+    """Apply the Source's changes after ``checkpoint`` to ``destination``.
+
+    :param capability_list_url: the Source's Capability List (9).
+    :param checkpoint: where the mirror stands (a baseline's or the last incremental run's).
+    :param method: ``"auto"``, ``"changelist"`` (12.1) or ``"changedump"`` (13.1).
+    :param deletes: ``"delete"`` the mirror's copy, ``"keep"`` it, or ``"move"`` it aside.
+    :param move_to: the key prefix deleted resources move under, for ``deletes="move"``.
+    :param mapper: URI -> key mapping; the default layout if None.
+    :param concurrency: resources in progress at once.
+    :returns: the new checkpoint, also saved with the mirror's state.
+    :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
+        earliest of them, and re-running converges.
+    :raises ConfigurationError: an argument is wrong, or the checkpoint is not this mirror's.
+    :raises ResourceSyncError: the Capability List cannot be read.
+    """
+    log = log or _log
+    _check(method, deletes, move_to, checkpoint, destination)
+    capabilities = capability_documents(client, capability_list_url)
+    capability = choose_capability(METHODS[method], (Capability.CHANGE_LIST,
+                                   Capability.CHANGE_DUMP), capabilities, capability_list_url,
+                                   "to read changes from")
+    document = capabilities[capability]
+    if checkpoint.source != capability_list_url:
+        log.warning("The checkpoint is of the Capability List %s; reading %s", checkpoint.source,
+                    capability_list_url)
+    started = time.monotonic()
+    log.info("Changes after %s from %s %s into %s", _where(checkpoint.position),
+             capability.value, document, destination.url)
+    with MirrorState.load(destination) as state:
+        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()),
+                   None if deletes == "delete" else move_to, deletes == "keep", concurrency,
+                   Tally(log, stats=dict.fromkeys(_STATS, 0)))
+        if capability is Capability.CHANGE_LIST:
+            standing = run.from_change_list(document, checkpoint.position)
+        else:
+            standing = run.from_change_dump(document, checkpoint.position)
+        stats = run.tally.stats
+        new = Checkpoint("incremental", capability_list_url, document, destination.url,
+                         standing.time, standing, None, dict(stats))
+        state.save(at=datetime.now(UTC), checkpoint=new.to_json(), changes=run.applied)
+    log.info("Changes from %s applied in %.1f s, now at %s: %s", document,
+             time.monotonic() - started, _where(standing),
+             ", ".join(f"{value} {name}" for name, value in stats.items()))
+    run.tally.raise_if_failed(f"the incremental sync from {document}")
+    return new
+
+
+#: The outcomes the mirror's own Change List records, for other changes and for deletes.
+_RECORDED = {False: ("fetched", "unchanged"), True: ("removed",)}
+_STATS = ("changes", "resources", "fetched", "unchanged", "removed", "kept", "failed", "bytes")
+
+
+def _check(method: str, deletes: str, move_to: str, checkpoint: Checkpoint,
+           destination: Destination) -> None:
+    if method not in METHODS:
+        raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    if deletes not in DELETES:
+        raise ConfigurationError(f"deletes {deletes!r} is not one of {', '.join(DELETES)}")
+    if deletes == "move" and (not move_to.endswith("/") or move_to.startswith(
+            ("/", RESERVED_PREFIX))):
+        raise ConfigurationError(f"move_to {move_to!r} must be a key prefix ending with '/', "
+                                 f"not starting with '/' or {RESERVED_PREFIX!r}")
+    if checkpoint.shard is not None:
+        raise ConfigurationError(f"the checkpoint is of shard {checkpoint.shard} only: combine "
+                                 "the shards (ResourceSyncCombineShardsOperator) and start "
+                                 "from the combined checkpoint")
+    if checkpoint.destination != destination.url:
+        raise ConfigurationError(f"the checkpoint is of the mirror at {checkpoint.destination}, "
+                                 f"not {destination.url}")
+
+
+def _where(position: ChangePosition) -> str:
+    if position.time is None and position.list_url is None:
+        return "the first change"
+    where = position.time.isoformat() if position.time else "an untimed change"
+    if position.list_url is not None:
+        where += f" ({position.consumed} entries into {position.list_url})"
+    return where
+
+
+@dataclass
+class _Run:
+    """One incremental run's work: changes in, outcomes counted, applied changes kept for the
+    mirror's own Change List."""
+
+    client: ResourceSyncClient
+    transfer: Transfer
+    move_to: str | None  # None: deletes delete
+    keep: bool  # deletes keep the mirror's copy
+    concurrency: int
+    tally: Tally
+    applied: list[tuple[str, str, datetime]] = field(default_factory=list)
+
+    def from_change_list(self, url: str, position: ChangePosition) -> ChangePosition:
+        """Every change after ``position`` in a Change List or across its index (12.1, 12.2)."""
+        items = self._read(changes_after(self.client, url, position), url)
+        return self._apply(coalesce(items, position), partial(self.transfer.mirror, self.client))
+
+    def from_change_dump(self, url: str, position: ChangePosition) -> ChangePosition:
+        """Every change after ``position`` in the packages of a Change Dump or its index (13.1),
+        package by package: each package is verified whole before anything of it is written,
+        and the position moves past it once its changes are committed."""
+        when = position.time
+        for package in self._read(change_dump_packages_after(self.client, url, when), url):
+            with tempfile.TemporaryFile(prefix="resourcesync-package-") as file:
+                try:
+                    opened = fetch_package(self.client, package, file,
+                                           DocumentKind.CHANGE_DUMP_MANIFEST, "Change Dump")
+                except ResourceSyncError as error:
+                    self.tally.fail(package.loc, f"package refused, nothing of it written: {error}")
+                    return position
+                with opened:
+                    reached = self._apply(coalesce(_package_changes(package, opened, position),
+                                                   position), partial(self.transfer.unpack, opened))
+            if self.tally.stats["failed"]:
+                return reached
+            position = reached
+        return position
+
+    def _read(self, items: Iterable[ChangeItem], url: str) -> Iterator[ChangeItem]:
+        """``items``, ending early (recorded as a failure) where a document cannot be read: the
+        changes read before are applied, and the checkpoint stops after them."""
+        try:
+            yield from items
+        except ResourceSyncError as error:
+            self.tally.fail(url, f"changes not read whole: {error}")
+
+    def _apply(self, coalesced: Coalesced, write: Callable[[Entry], Outcome]) -> ChangePosition:
+        """Apply each winner; where the mirror then stands."""
+        self.tally.stats["changes"] += coalesced.read
+        self.tally.stats["resources"] += len(coalesced.winners)
+        failed: list[Winner] = []
+        for winner, outcome in bounded_map(partial(self._one, write), coalesced.winners,
+                                           self.concurrency):
+            self.tally.count(outcome)
+            if outcome.kind == "failed":
+                failed.append(winner)
+            elif outcome.kind in _RECORDED[winner.change is Change.DELETED]:
+                self.applied.append((outcome.uri, winner.change.value,
+                                     winner.entry.change_time or datetime.now(UTC)))
+        return coalesced.standing(failed)
+
+    def _one(self, write: Callable[[Entry], Outcome], winner: Winner) -> tuple[Winner, Outcome]:
+        entry = winner.entry
+        if winner.change is not Change.DELETED:
+            # the change time is the resource's last modification (12.1)
+            return winner, write(replace(entry, lastmod=entry.lastmod or entry.change_time))
+        if self.keep:
+            return winner, Outcome(entry.loc, "kept")
+        return winner, self.transfer.remove(entry.loc, move_to=self.move_to)
+
+
+def _package_changes(package: Entry, opened: DumpPackage, position: ChangePosition
+                     ) -> Iterator[ChangeItem]:
+    """The changes of one Change Dump package after ``position``. A package is named by its URL
+    alone (no ``from``), so a position in it never mistakes a Change List for it."""
+    ref = ChangeListRef(package.loc)
+    entries = (entry for entry, _ in opened.entries())
+    for index, entry in changes_in_list(ref, entries, position):
+        yield ChangeItem(ref, index, entry)
