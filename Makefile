@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo test lint bench bench-baseline
+.PHONY: uv demo test lint bench bench-baseline bench-incremental
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -22,3 +22,6 @@ bench: uv
 
 bench-baseline: uv
 	$(UV) run --frozen python benchmarks/baseline.py
+
+bench-incremental: uv
+	$(UV) run --frozen python benchmarks/incremental.py

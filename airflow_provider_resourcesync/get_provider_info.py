@@ -10,8 +10,11 @@ _INTEGRATION = "ResourceSync"
 _HOOK_MODULE = "airflow_provider_resourcesync.hooks.resourcesync"
 _OPERATOR_MODULES = [
     "airflow_provider_resourcesync.operators.baseline",
+    "airflow_provider_resourcesync.operators.incremental",
     "airflow_provider_resourcesync.operators.audit",
 ]
+_SENSOR_MODULES = ["airflow_provider_resourcesync.sensors.changelist"]
+_TRIGGER_MODULES = ["airflow_provider_resourcesync.triggers.changelist"]
 
 #: The connection's extra fields; defaults are ``ClientPolicy``'s (a test keeps them equal).
 _CONN_FIELDS: dict[str, Any] = {
@@ -89,6 +92,8 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "operators": [{"integration-name": _INTEGRATION, "python-modules": _OPERATOR_MODULES}],
+        "sensors": [{"integration-name": _INTEGRATION, "python-modules": _SENSOR_MODULES}],
+        "triggers": [{"integration-name": _INTEGRATION, "python-modules": _TRIGGER_MODULES}],
         "hooks": [{"integration-name": _INTEGRATION, "python-modules": [_HOOK_MODULE]}],
         "connection-types": [
             {

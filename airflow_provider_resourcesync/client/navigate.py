@@ -30,7 +30,11 @@ __all__ = [
     "capability_documents",
     "change_dump_packages_after",
     "changes_after",
+    "child_ref",
     "choose_capability",
+    "found_as",
+    "listed_as_index",
+    "own_ref",
     "resource_dump_packages",
     "resource_list",
 ]
@@ -55,7 +59,7 @@ def capability_documents(client: ResourceSyncClient, capability_list_url: str
     """The capability documents a Capability List points at (9)."""
     document = client.read_document(capability_list_url)
     if document.kind is not DocumentKind.CAPABILITY_LIST:
-        raise DocumentError(f"expected a Capability List, found {_found(document.head)}",
+        raise DocumentError(f"expected a Capability List, found {found_as(document.head)}",
                             url=capability_list_url, section="9")
     return capabilities_in(document.entries)
 
@@ -97,13 +101,14 @@ class _Opened:
         return self.reader.head
 
 
-def _found(head: Head) -> str:
+def found_as(head: Head) -> str:
+    """What a document is, for an error: "a Resource List", or its capability as written."""
     if head.kind is not None:
         return f"a {head.kind.title}"
     return f"a document with capability {head.md.capability if head.md else None!r}"
 
 
-def _listed_as_index(head: Head, first: Entry | None) -> bool:
+def listed_as_index(head: Head, first: Entry | None) -> bool:
     """A ``<urlset>`` whose entries carry the document's own capability is an index in disguise."""
     return (head.capability is not None and first is not None and first.md is not None
             and first.md.capability_value is head.capability)
@@ -117,14 +122,14 @@ def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Open
         if head.capability is not capability:
             kind = DocumentKind.of(capability, Root.URLSET)
             assert kind is not None
-            raise DocumentError(f"expected a {kind.title} or its index, found {_found(head)}",
+            raise DocumentError(f"expected a {kind.title} or its index, found {found_as(head)}",
                                 url=url, section=kind.section)
         entries = iter(reader)
         first = next(entries, None)
     except BaseException:
         reader.close()
         raise
-    is_index = head.is_index or _listed_as_index(head, first)
+    is_index = head.is_index or listed_as_index(head, first)
     return _Opened(reader, chain(() if first is None else (first,), entries), is_index)
 
 
@@ -231,13 +236,13 @@ class ChangeItem:
     entry: Entry
 
 
-def _child_ref(child: Entry) -> ChangeListRef:
+def child_ref(child: Entry) -> ChangeListRef:
     """A Change List as its index lists it (12.2: ``from`` and, once closed, ``until``)."""
     md = child.md
     return ChangeListRef(child.loc, md.from_ if md else None, md.until if md else None)
 
 
-def _own_ref(listed: ChangeListRef, head: Head) -> ChangeListRef:
+def own_ref(listed: ChangeListRef, head: Head) -> ChangeListRef:
     """The list's own interval (12.1), the index's where the list leaves it out."""
     own = ChangeListRef.of(listed.url, head)
     return ChangeListRef(listed.url, own.from_ or listed.from_, own.until or listed.until)
@@ -259,9 +264,9 @@ def changes_after(client: ResourceSyncClient, change_list_url: str, position: Ch
     if not opened.is_index:
         yield from _changes(ChangeListRef.of(change_list_url, opened.head), opened, position)
         return
-    for listed in lists_to_read(map(_child_ref, _children(opened)), position):
+    for listed in lists_to_read(map(child_ref, _children(opened)), position):
         part = _open_list(client, listed.url, Capability.CHANGE_LIST)
-        yield from _changes(_own_ref(listed, part.head), part, position)
+        yield from _changes(own_ref(listed, part.head), part, position)
 
 
 # -- dumps (11.1, 13.1) --------------------------------------------------------------------------

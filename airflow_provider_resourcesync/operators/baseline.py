@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ast
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import closing
@@ -19,6 +17,7 @@ from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
 from ..sync.shard import Shard
 from .next_step import says_what_next
+from .rendered import rendered_value
 
 __all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator",
            "capability_list_of", "destination_outlets"]
@@ -174,15 +173,7 @@ def _listed(value: Any) -> list[Any]:
     """Checkpoints as given: a list (or a lazy XCom sequence) of JSON objects, one object, or
     their rendering by a template (JSON, or Python's ``repr`` of the list: what
     ``{{ ti.xcom_pull(...) }}`` renders to)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            try:
-                value = ast.literal_eval(value)
-            except (ValueError, SyntaxError):
-                raise ConfigurationError(
-                    f"checkpoints: not a list of checkpoints: {value[:200]!r}") from None
+    value = rendered_value(value, "checkpoints")
     if isinstance(value, Mapping):
         return [value]
     if isinstance(value, Sequence):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from queue import SimpleQueue
 from typing import TypeVar
 
 __all__ = ["Throttle", "bounded_map"]
@@ -28,11 +29,12 @@ class Throttle:
     time per item is mostly waiting, and doubling what is in flight nearly doubles throughput;
     against a near one it is mostly our own work under the GIL, and more threads only contend.
     So the limit starts at ``ceiling`` (what a distant Source wants) and probes: half as many is
-    kept when its rate of completions is at least the higher limit's, twice as many when it
-    raises that rate by ``GAIN``, and a probe that pays is followed by another the same way; one
-    that does not is undone. After ``HOLD`` windows at one limit it probes again, down and up in
-    turn, so the limit follows a Source whose latency changes. Each probe is judged against the
-    window just before it, so a machine whose speed drifts over minutes misleads it little.
+    kept when it raises the rate of completions by ``GAIN / 2`` (a tie keeps the higher limit,
+    which a Source that slows down needs), twice as many when it raises it by ``GAIN``, and a
+    probe that pays is followed by another the same way; one that does not is undone. After
+    ``HOLD`` windows at one limit it probes again, down and up in turn, so the limit follows a
+    Source whose latency changes. Each probe is judged against the window just before it, so a
+    machine whose speed drifts over minutes misleads it little.
     """
 
     GAIN = 0.1
@@ -68,8 +70,8 @@ class Throttle:
         self._probe = None
         if self.limit > before and rate >= before_rate * (1 + self.GAIN):
             self._try(rate, upward=True)  # it paid: keep climbing
-        elif self.limit < before and rate >= before_rate:
-            self._try(rate, upward=False)  # as much for less: keep descending
+        elif self.limit < before and rate >= before_rate * (1 + self.GAIN / 2):
+            self._try(rate, upward=False)  # more for less: keep descending
         else:
             self.limit, self._hold = before, self.HOLD
 
@@ -88,32 +90,35 @@ def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) ->
     """``function`` over ``items`` on up to ``workers`` threads, results in completion order:
     :class:`Throttle`'s limit of threads, with as many items again queued (a thread that finishes
     finds its next item waiting). When the limit changes, new items go to a pool of the new size
-    and the old pool finishes what it holds. Leaving early waits for the running calls and
+    and the old pool finishes what it holds. Completed calls arrive through one queue, so each
+    costs the same however many are in flight. Leaving early waits for the running calls and
     cancels the queued ones; an exception ``function`` raises is raised here."""
     throttle = Throttle(workers, time.monotonic())
     pool: ThreadPoolExecutor | None = None
     size = 0  # the threads of ``pool``
     pending: set[Future[R]] = set()
+    completed: SimpleQueue[Future[R]] = SimpleQueue()
 
-    def settle() -> Iterator[R]:
-        nonlocal pending
-        done, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in done:
-            throttle.completed(time.monotonic())
-            yield future.result()
+    def settle() -> R:
+        future = completed.get()
+        pending.discard(future)
+        throttle.completed(time.monotonic())
+        return future.result()
 
     try:
         for item in items:
             while len(pending) >= 2 * throttle.limit:
-                yield from settle()
+                yield settle()
             if pool is None or size != throttle.limit:
                 if pool is not None:
                     pool.shutdown(wait=False)  # its threads end with its last item
                 size = throttle.limit
                 pool = ThreadPoolExecutor(size, thread_name_prefix="resourcesync")
-            pending.add(pool.submit(function, item))
+            future = pool.submit(function, item)
+            pending.add(future)
+            future.add_done_callback(completed.put)
         while pending:
-            yield from settle()
+            yield settle()
     finally:
         for future in pending:
             future.cancel()

@@ -13,55 +13,13 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_resourcesync.demo import load_example_dag, run_demo
+from airflow_provider_resourcesync.demo import run_demo
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 
 from .conftest import AWS_CONN_ID
-
-
-def run_example(name: str) -> Any:
-    return load_example_dag(name).test()
-
-
-def states(run: Any) -> dict[str, str]:
-    """Task (``task[map_index]`` when mapped) -> final state."""
-    return {ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""): str(ti.state)
-            for ti in run.get_task_instances()}
-
-
-def xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        [row] = session.scalars(XComModel.get_many(
-            run_id=run.run_id, dag_ids=run.dag_id, task_ids=task_id, map_indexes=map_index,
-            key="return_value"))
-        return XComModel.deserialize_value(row)
-
-
-def asset_event_uris(run: Any) -> list[str]:
-    from airflow.models.asset import AssetEvent
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        return [event.asset.uri for event in session.scalars(
-            select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
-
-
-def resource_bodies_sent(source: ResourceSyncSource) -> list[str]:
-    """The resources the Source answered with a body (200) since its log was last reset."""
-    return [record.path for record in source.server.requests
-            if record.path.startswith(f"{source.prefix}/res/") and record.status == 200]
-
-
-def assert_mirrors(source: ResourceSyncSource, root: Path) -> None:
-    mapper = KeyMapper()
-    for uri, body in source.state().items():
-        assert (root / mapper.key(uri)).read_bytes() == body
+from .runs import assert_mirrors, asset_event_uris, resource_bodies_sent, run_example, states, xcom
 
 
 def test_mirror_to_local_mirrors_the_source_and_the_audit_finds_it_clean(
@@ -162,3 +120,9 @@ def test_the_demo_mirrors_its_sample_source_in_a_real_run(tmp_path: Path) -> Non
     assert result.checkpoint is not None and result.checkpoint["stats"]["fetched"] == 12
     assert result.audit is not None and result.audit["clean"] is True
     assert "12 files mirrored" in result.render()
+    assert result.incremental is not None
+    assert result.incremental.tasks == {"changes": "success", "sync": "success"}
+    assert [(a.change, a.arrived) for a in result.arrivals] == [
+        ("updated", True), ("created", True), ("deleted", True)]
+    assert result.incremental.xcoms["sync"]["stats"]["changes"] == 3
+    assert "3 of 3 changes arrived in the mirror." in result.render()

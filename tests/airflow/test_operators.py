@@ -3,6 +3,7 @@ loopback Source (the example DAGs' tests run them in real DAG runs)."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from airflow_provider_resourcesync.operators.baseline import (
     ResourceSyncBaselineOperator,
     ResourceSyncCombineShardsOperator,
 )
+from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
@@ -47,7 +49,12 @@ def test_the_provider_info_follows_airflows_schema_and_names_the_operator_module
     jsonschema.validate(info, schema)
     [operators] = info["operators"]
     assert operators["python-modules"] == [ResourceSyncBaselineOperator.__module__,
+                                           ResourceSyncIncrementalOperator.__module__,
                                            ResourceSyncAuditOperator.__module__]
+    [sensors], [triggers] = info["sensors"], info["triggers"]
+    for module in (*operators["python-modules"], *sensors["python-modules"],
+                   *triggers["python-modules"]):
+        importlib.import_module(module)
 
 
 def test_a_static_destination_is_the_outlet_asset() -> None:
@@ -107,7 +114,7 @@ def test_combine_reads_checkpoints_rendered_by_a_template(
 def test_combine_refuses_what_is_not_a_list_of_checkpoints(tmp_path: Path) -> None:
     combine = ResourceSyncCombineShardsOperator(task_id="c", destination=str(tmp_path),
                                                 checkpoints="{{ not rendered")
-    with pytest.raises(ConfigurationError, match="not a list of checkpoints"):
+    with pytest.raises(ConfigurationError, match="checkpoints: not JSON nor a Python literal"):
         combine.execute({})
 
 

@@ -1,0 +1,1 @@
+"""Airflow sensors: waiting for a ResourceSync Source to change."""

@@ -1,0 +1,1 @@
+"""Airflow triggers: waiting on a ResourceSync Source without holding a worker slot."""

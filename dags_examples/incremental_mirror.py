@@ -1,0 +1,49 @@
+"""Keep a local mirror in step with a ResourceSync Source, hour by hour.
+
+Connections: ``resourcesync_default`` (type ``resourcesync``), whose base URL is the Source's; the
+Capability List is discovered from there.
+
+Destination: the absolute directory in the ``RESOURCESYNC_MIRROR_DIR`` environment variable, read
+when the DAG is parsed (default ``~/resourcesync-mirror``): a mirror made by a baseline (the
+``mirror_to_local`` DAG). It is the incremental task's outlet Asset.
+
+Each hour the sensor waits (rescheduling itself, holding no worker slot) until the Source's
+Change List has entries after the sync's checkpoint; if none come within the hour it is
+skipped, and the sync with it. The sync then applies those changes and returns the new
+checkpoint; the next run starts from it (this task's previous XCom, else the checkpoint saved
+with the mirror). ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or ``changedump`` (default:
+``auto``, the Change List if the Source offers one).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from airflow.sdk import DAG
+
+from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
+from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
+
+DESTINATION = os.environ.get("RESOURCESYNC_MIRROR_DIR", str(Path.home() / "resourcesync-mirror"))
+
+with DAG(
+    dag_id="incremental_mirror",
+    schedule=timedelta(hours=1),
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_runs=1,
+    tags=["resourcesync", "example"],
+    doc_md=__doc__,
+) as dag:
+    changes = ResourceSyncChangeListSensor(
+        task_id="changes", mode="reschedule", poke_interval=60,
+        timeout=timedelta(minutes=55).total_seconds(), soft_fail=True,
+        # where the sync stands: its last XCom, else (first run) the mirror's saved checkpoint
+        checkpoint="{{ ti.xcom_pull(task_ids='sync', include_prior_dates=True, map_indexes=-1) }}",
+        destination=DESTINATION)
+    sync = ResourceSyncIncrementalOperator(
+        task_id="sync", destination=DESTINATION,
+        method=os.environ.get("RESOURCESYNC_CHANGES_FROM", "auto"))
+    changes >> sync

@@ -1,0 +1,55 @@
+"""Reading real DAG runs: task states, XComs, Asset events, and what the Source sent."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_resourcesync.demo import load_example_dag
+from airflow_provider_resourcesync.storage.keys import KeyMapper
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+
+
+def run_example(name: str, logical_date: datetime | None = None) -> Any:
+    """A real run of the example DAG ``name`` (parsed now), at ``logical_date`` if given."""
+    return load_example_dag(name).test(logical_date=logical_date)
+
+
+def states(run: Any) -> dict[str, str]:
+    """Task (``task[map_index]`` when mapped) -> final state."""
+    return {ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""): str(ti.state)
+            for ti in run.get_task_instances()}
+
+
+def xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        [row] = session.scalars(XComModel.get_many(
+            run_id=run.run_id, dag_ids=run.dag_id, task_ids=task_id, map_indexes=map_index,
+            key="return_value"))
+        return XComModel.deserialize_value(row)
+
+
+def asset_event_uris(run: Any) -> list[str]:
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        return [event.asset.uri for event in session.scalars(
+            select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
+
+
+def resource_bodies_sent(source: ResourceSyncSource) -> list[str]:
+    """The resources the Source answered with a body (200) since its log was last reset."""
+    return [record.path for record in source.server.requests
+            if record.path.startswith(f"{source.prefix}/res/") and record.status == 200]
+
+
+def assert_mirrors(source: ResourceSyncSource, root: Path) -> None:
+    mapper = KeyMapper()
+    for uri, body in source.state().items():
+        assert (root / mapper.key(uri)).read_bytes() == body

@@ -1,0 +1,322 @@
+"""Watching Change Lists (12.1) and their indexes (12.2): the plans driven by hand with documents
+built here, and both drivers against a loopback Source over real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import pytest
+
+from airflow_provider_resourcesync.client.async_client import AsyncResourceSyncClient
+from airflow_provider_resourcesync.client.navigate import changes_after
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.client.watch import (
+    ChangeListStatus,
+    NewChanges,
+    Plan,
+    Polled,
+    adrive,
+    change_list_status,
+    drive,
+    new_changes,
+)
+from airflow_provider_resourcesync.errors import DocumentError
+from airflow_provider_resourcesync.protocol.model import (
+    MAX_ENTRIES,
+    Document,
+    Entry,
+    Head,
+    Metadata,
+    Root,
+)
+from airflow_provider_resourcesync.protocol.position import ChangePosition
+from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.protocol.writer import document_bytes
+from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+from ..protocol.conftest import CHANGE_HEAD, T0, UP, changes
+
+T = TypeVar("T")
+LIST = "http://example.com/dataset1/changelist.xml"
+INDEX = "http://example.com/dataset1/changelist-index.xml"
+PART_1 = "http://example.com/dataset1/changelist-1.xml"
+PART_2 = "http://example.com/dataset1/changelist-2.xml"
+T1 = T0 + timedelta(hours=3)
+POLICY = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
+
+
+def by_hand(plan: Plan[T], documents: Mapping[str, Document]) -> tuple[T, list[str]]:
+    """Run ``plan`` on ``documents``, each sent back as written and read again: the result and
+    the URLs asked for, in order."""
+    asked: list[str] = []
+    try:
+        url = next(plan)
+        while True:
+            asked.append(url)
+            url = plan.send(read_document(document_bytes(documents[url]), url=url))
+    except StopIteration as stop:
+        return stop.value, asked
+
+
+def change_list(entries: Iterable[Entry], *, from_: datetime = T0,
+                until: datetime | None = None) -> Document:
+    return Document(Head(md=Metadata(capability="changelist", from_=from_, until=until),
+                         links=(UP,)), list(entries))
+
+
+def index(*children: tuple[str, datetime, datetime | None], root: Root = Root.SITEMAPINDEX,
+          capability: str | None = None) -> Document:
+    """A Change List Index over ``(url, from, until)``; a ``<urlset>`` one with ``root``."""
+    return Document(Head(root=root, md=Metadata(capability="changelist", from_=T0),
+                         links=(UP,)),
+                    [Entry(url, md=Metadata(capability=capability, from_=start, until=end))
+                     for url, start, end in children])
+
+
+def change(name: str, when: datetime | None, kind: str = "updated", *,
+           in_lastmod: bool = False) -> Entry:
+    md = Metadata(change=kind, datetime=None if in_lastmod else when)
+    return Entry(f"http://example.com/{name}", lastmod=when if in_lastmod else None, md=md)
+
+
+# -- new changes, by hand ------------------------------------------------------------------------
+
+def test_nothing_new_then_a_change() -> None:
+    entries = changes(3)
+    position = ChangePosition(entries[2].change_time, LIST, T0, 3)
+    nothing, asked = by_hand(new_changes(LIST, position), {LIST: change_list(entries)})
+    assert (nothing, asked) == (NewChanges(0, None, None, (), ()), [LIST])
+    assert not nothing.is_done
+    later = T0 + timedelta(hours=9)
+    found, _ = by_hand(new_changes(LIST, position), {LIST: change_list(
+        [*entries, change("new.txt", later, "created")])})
+    assert found == NewChanges(1, later, later, (LIST,), (("http://example.com/new.txt",
+                                                          "created"),))
+    assert found.is_done
+    assert found.to_json() == {
+        "count": 1, "first_time": "2013-01-03T18:00:00Z", "last_time": "2013-01-03T18:00:00Z",
+        "list_urls": [LIST], "samples": [["http://example.com/new.txt", "created"]]}
+
+
+def test_changes_sharing_the_datetime_of_the_position() -> None:
+    same = T0 + timedelta(hours=1)
+    entries = [change("a", T0), change("b", same), change("c", same), change("d", same)]
+    documents = {LIST: change_list(entries)}
+    in_list, _ = by_hand(new_changes(LIST, ChangePosition(same, LIST, T0, 2)), documents)
+    assert (in_list.count, [uri for uri, _ in in_list.samples]) == (
+        2, ["http://example.com/c", "http://example.com/d"])
+    from_time, _ = by_hand(new_changes(LIST, ChangePosition.at(same)), documents)
+    assert from_time.count == 3 and from_time.first_time == from_time.last_time == same
+
+
+def test_a_version_1_0_list_is_read_by_its_lastmod() -> None:
+    entries = [change(f"r{n}", T0 + timedelta(hours=n), in_lastmod=True) for n in range(4)]
+    found, _ = by_hand(new_changes(LIST, ChangePosition.at(T0 + timedelta(hours=2))),
+                       {LIST: change_list(entries)})
+    assert (found.count, found.first_time, found.last_time) == (
+        2, T0 + timedelta(hours=2), T0 + timedelta(hours=3))
+
+
+def test_an_empty_index_has_no_changes_and_no_list_to_close() -> None:
+    found, _ = by_hand(new_changes(INDEX, ChangePosition()), {INDEX: index()})
+    assert found.count == 0
+    with pytest.raises(DocumentError, match=f"{INDEX}: a Change List Index that lists no "):
+        by_hand(change_list_status(INDEX, ChangePosition()), {INDEX: index()})
+
+
+def test_samples_are_the_first_ten() -> None:
+    found, _ = by_hand(new_changes(LIST, ChangePosition()), {LIST: change_list(changes(25))})
+    assert found.count == 25 and len(found.samples) == 10
+    assert found.samples[0] == ("http://example.com/res0", "updated")
+
+
+def closed_and_opened(*, open_entries: Iterable[Entry] = ()) -> dict[str, Document]:
+    """An index whose first list closed at T1 and whose second, open, began then."""
+    return {
+        INDEX: index((PART_1, T0, T1), (PART_2, T1, None)),
+        PART_1: change_list(changes(2), until=T1),
+        PART_2: change_list(open_entries, from_=T1),
+    }
+
+
+def test_an_index_where_the_list_of_the_position_closed_and_a_new_one_opened() -> None:
+    closed = changes(2)
+    position = ChangePosition(closed[1].change_time, PART_1, T0, 2)
+    later = T1 + timedelta(minutes=5)
+    documents = closed_and_opened(open_entries=[change("x", later, "created")])
+    found, asked = by_hand(new_changes(INDEX, position), documents)
+    assert asked == [INDEX, PART_1, PART_2]
+    assert (found.count, found.list_urls, found.first_time) == (1, (PART_2,), later)
+    status, asked = by_hand(change_list_status(INDEX, position), documents)
+    assert status == ChangeListStatus(PART_1, T1, PART_2) and status.is_done
+    assert asked == [INDEX]  # the index says all: the list itself is not asked for
+    assert status.to_json() == {"list_url": PART_1, "until": "2013-01-03T12:00:00Z",
+                                "newer_list_url": PART_2}
+
+
+def test_closed_lists_before_the_position_are_not_asked_for() -> None:
+    position = ChangePosition.at(T1 + timedelta(minutes=1))
+    found, asked = by_hand(new_changes(INDEX, position), closed_and_opened())
+    assert (found.count, asked) == (0, [INDEX, PART_2])
+    status, asked = by_hand(change_list_status(INDEX, position), closed_and_opened())
+    assert status == ChangeListStatus(PART_2, None, None) and not status.is_done
+    assert asked == [INDEX, PART_2]  # open in the index: its own head may say until
+
+
+def test_the_list_closed_by_its_own_head_before_the_index_says_so() -> None:
+    documents = {INDEX: index((PART_1, T0, None)), PART_1: change_list(changes(1), until=T1)}
+    status, _ = by_hand(change_list_status(INDEX, ChangePosition()), documents)
+    assert status == ChangeListStatus(PART_1, T1, None)
+
+
+def test_the_list_a_position_names_is_found_by_its_from_after_a_move() -> None:
+    """The open list was at LIST, then closed and moved into the index as PART_1 (12.2)."""
+    position = ChangePosition(T0 + timedelta(hours=1), LIST, T0, 1)
+    status, _ = by_hand(change_list_status(INDEX, position), closed_and_opened())
+    assert status == ChangeListStatus(PART_1, T1, PART_2)
+
+
+def test_a_single_list_closes_with_its_until() -> None:
+    position = ChangePosition.at(T0)
+    open_, _ = by_hand(change_list_status(LIST, position), {LIST: change_list(changes(2))})
+    closed, _ = by_hand(change_list_status(LIST, position),
+                        {LIST: change_list(changes(2), until=T1)})
+    assert (open_.is_done, closed) == (False, ChangeListStatus(LIST, T1, None))
+
+
+def test_an_index_served_as_a_urlset_is_read_as_an_index() -> None:
+    documents = closed_and_opened()
+    documents[INDEX] = index((PART_1, T0, T1), (PART_2, T1, None), root=Root.URLSET,
+                             capability="changelist")
+    found, asked = by_hand(new_changes(INDEX, ChangePosition()), documents)
+    assert (found.count, asked) == (2, [INDEX, PART_1, PART_2])
+    status, _ = by_hand(change_list_status(INDEX, ChangePosition()), documents)
+    assert status == ChangeListStatus(PART_1, T1, PART_2)
+
+
+@pytest.mark.parametrize(("documents", "message"), [
+    ({LIST: Document(replace(CHANGE_HEAD, md=Metadata(capability="resourcelist", at=T0)))},
+     rf"{LIST}: expected a Change List or its index, found a Resource List"),
+    ({INDEX: index((PART_1, T0, None)), PART_1: index((PART_2, T0, None))},
+     rf"{PART_1}: an index where a list is expected: indexes do not nest"),
+])
+def test_what_is_not_a_change_list_is_refused_naming_it(
+        documents: dict[str, Document], message: str) -> None:
+    start = next(iter(documents))
+    for plan in (new_changes(start, ChangePosition()),
+                 change_list_status(start, ChangePosition())):
+        with pytest.raises(DocumentError, match=message):
+            by_hand(plan, documents)
+
+
+# -- the drivers, against a loopback Source ------------------------------------------------------
+
+@pytest.fixture
+def source(server: SourceServer) -> ResourceSyncSource:
+    source = ResourceSyncSource(server, resources={"r1.txt": b"one", "r2.txt": b"two"})
+    source.publish()
+    return source
+
+
+def path(url: str) -> str:
+    return urlsplit(url).path
+
+
+def arun(source: ResourceSyncSource, *plans: Plan[Any]) -> list[Polled[Any]]:
+    """Run ``plans`` one after another with one async client, as a trigger polls."""
+    async def polls() -> list[Polled[Any]]:
+        async with AsyncResourceSyncClient(POLICY, source_urls=[
+                source.server.base_url]) as client:
+            return [await adrive(client, plan) for plan in plans]
+    return asyncio.run(polls())
+
+
+def test_the_sync_driver_sees_nothing_then_a_change_and_an_unchanged_poll_costs_one_304(
+        source: ResourceSyncSource, client: ResourceSyncClient) -> None:
+    position = ChangePosition.at(source.created + timedelta(microseconds=1))
+    assert drive(client, new_changes(source.change_list_url, position)).count == 0
+    source.server.reset_log()
+    assert drive(client, new_changes(source.change_list_url, position)).count == 0
+    assert [(r.path, r.status) for r in source.server.requests] == [
+        (path(source.change_list_url), 304)]
+    record = source.create("new.txt", b"new")
+    source.publish()
+    found = drive(client, new_changes(source.change_list_url, position))
+    assert found == NewChanges(1, record.datetime, record.datetime, (source.change_list_url,),
+                               ((record.uri, "created"),))
+
+
+def test_the_async_driver_says_whether_a_document_changed_and_an_unchanged_poll_costs_one_304(
+        source: ResourceSyncSource) -> None:
+    position = ChangePosition.at(source.created + timedelta(microseconds=1))
+    url = source.change_list_url
+    first, again = arun(source, new_changes(url, position), new_changes(url, position))
+    assert (first.result.count, first.changed) == (0, True)
+    assert (again.result.count, again.changed) == (0, False)
+    assert [(r.path, r.status) for r in source.server.requests][-1:] == [(path(url), 304)]
+    assert source.server.count(path(url)) == 2
+    record = source.create("new.txt", b"new")
+    source.publish()
+    [found] = arun(source, new_changes(url, position))
+    assert found.result.samples == ((record.uri, "created"),)
+
+
+def test_a_1_0_style_source_over_the_wire(
+        source: ResourceSyncSource, client: ResourceSyncClient) -> None:
+    first = source.update("r1.txt", b"one again")
+    second = source.delete("r2.txt")
+    source.publish(changelist_style="1.0")
+    found = drive(client, new_changes(source.change_list_url, ChangePosition.at(second.datetime)))
+    assert found.samples == ((second.uri, "deleted"),)
+    [polled] = arun(source, new_changes(source.change_list_url,
+                                        ChangePosition.at(first.datetime)))
+    assert polled.result.count == 2
+
+
+def test_the_list_of_the_position_closed_and_a_new_one_opened_over_the_wire(
+        source: ResourceSyncSource, client: ResourceSyncClient) -> None:
+    source.update("r1.txt", b"one again")
+    source.publish()
+    [item] = changes_after(client, source.change_list_url, ChangePosition())
+    position = ChangePosition().advance(item.list, item.index, item.entry)
+    status = drive(client, change_list_status(source.change_list_url, position))
+    assert status == ChangeListStatus(source.change_list_url, None, None)
+    until = source.close_changelist()
+    record = source.create("new.txt", b"new")
+    source.publish()
+    parts = [source.server.url(f"{source.prefix}/changelist-{n}.xml") for n in (1, 2)]
+    found = drive(client, new_changes(source.change_list_url, position))
+    assert (found.count, found.list_urls, found.samples) == (
+        1, (parts[1],), ((record.uri, "created"),))
+    expected = ChangeListStatus(parts[0], until, parts[1])
+    assert drive(client, change_list_status(source.change_list_url, position)) == expected
+    [polled] = arun(source, change_list_status(source.change_list_url, position))
+    assert polled.result == expected
+
+
+@pytest.mark.parametrize(("close_after", "max_entries"), [(2, MAX_ENTRIES), (None, 2)])
+def test_the_plans_agree_with_navigate_across_an_index_or_a_split_list(
+        source: ResourceSyncSource, client: ResourceSyncClient, close_after: int | None,
+        max_entries: int) -> None:
+    for number in range(7):
+        source.create(f"n{number}.txt", b"n")
+        if number == close_after:
+            source.close_changelist()
+    source.publish(max_entries=max_entries)
+    items = list(changes_after(client, source.change_list_url, ChangePosition()))
+    assert len({item.list.url for item in items}) > 1
+    for consumed in range(len(items) + 1):
+        position = ChangePosition()
+        for item in items[:consumed]:
+            position = position.advance(item.list, item.index, item.entry)
+        found = drive(client, new_changes(source.change_list_url, position))
+        later = items[consumed:]
+        assert found.count == len(later)
+        assert found.list_urls == tuple(dict.fromkeys(item.list.url for item in later))
+
