@@ -41,18 +41,22 @@ class ResourceSyncAuditOperator(BaseOperator):
     :param deep: read the mirrored bytes and check them against the Source's hashes, instead of
         trusting the hashes the mirror recorded.
     :param key_prefixes: the baseline's URI prefix -> key prefix mapping (templated).
+    :param ignore_prefixes: key prefixes holding objects that are not the mirror's, never extra
+        and never removed (templated): the incremental sync's ``move_to`` with
+        ``deletes="move"``.
     :param concurrency: resources checked at once; None: the connection's concurrency.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 
-    template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes")
+    template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
+                                      "ignore_prefixes")
     ui_color = "#d5f5e3"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, on_mismatch: str = "fail",
                  deep: bool = False, key_prefixes: dict[str, str] | None = None,
-                 concurrency: int | None = None, aws_conn_id: str | None = "aws_default",
-                 **kwargs: Any) -> None:
+                 ignore_prefixes: list[str] | None = None, concurrency: int | None = None,
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if on_mismatch not in ON_MISMATCH:
             raise ConfigurationError(
@@ -63,6 +67,7 @@ class ResourceSyncAuditOperator(BaseOperator):
         self.on_mismatch = on_mismatch
         self.deep = deep
         self.key_prefixes = key_prefixes
+        self.ignore_prefixes = ignore_prefixes
         self.concurrency = concurrency
         self.aws_conn_id = aws_conn_id
 
@@ -74,7 +79,7 @@ class ResourceSyncAuditOperator(BaseOperator):
                 hook.get_conn(), destination,
                 capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
                 mapper=KeyMapper(self.key_prefixes), repair=self.on_mismatch == "repair",
-                deep=self.deep,
+                deep=self.deep, ignore_prefixes=self.ignore_prefixes or (),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
         counts = _counts(report)
         if report.clean:

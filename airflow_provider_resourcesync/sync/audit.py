@@ -11,6 +11,7 @@ what is missing or mismatched, removes what is extra, and checks each repaired r
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -73,13 +74,16 @@ class AuditReport:
 
 def run_audit(client: ResourceSyncClient, destination: Destination, *, capability_list_url: str,
               mapper: KeyMapper | None = None, repair: bool = False, deep: bool = False,
-              concurrency: int = 16, log: logging.Logger | None = None) -> AuditReport:
+              ignore_prefixes: Sequence[str] = (), concurrency: int = 16,
+              log: logging.Logger | None = None) -> AuditReport:
     """Compare ``destination`` with the Source; with ``repair``, fix what differs.
 
     :param capability_list_url: the Source's Capability List (9); it must offer a Resource List.
     :param mapper: URI -> key mapping, the one the mirror was made with.
     :param repair: re-fetch missing and mismatched resources, remove extra ones.
     :param deep: re-read and re-hash every object (its bytes, not only its description).
+    :param ignore_prefixes: key prefixes whose objects are not the mirror's (where an incremental
+        sync moves deleted resources, say): never extra, never removed.
     :param concurrency: objects checked (or fetched) at once.
     :raises ResourceSyncError: the Source's documents cannot be read.
     """
@@ -93,7 +97,7 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
     report = AuditReport()
     with Expectations(partial(_key_or_none, mapper)) as book, \
             MirrorState.load(destination) as state:
-        auditor = _Auditor(destination, state, book, deep, log)
+        auditor = _Auditor(destination, state, book, deep, tuple(ignore_prefixes), log)
         report.listed = auditor.expect(client, capabilities[Capability.RESOURCE_LIST],
                                        capabilities.get(Capability.CHANGE_LIST))
         report.checked = auditor.check(concurrency)
@@ -133,6 +137,7 @@ class _Auditor:
     state: MirrorState
     book: Expectations
     deep: bool
+    ignored: tuple[str, ...]
     log: logging.Logger
 
     def expect(self, client: ResourceSyncClient, list_url: str, change_list_url: str | None
@@ -204,7 +209,7 @@ class _Auditor:
     def find_extras(self) -> None:
         """Objects at the destination, and records of the state, that nothing expected has."""
         for key in self.destination.keys(""):
-            if not self.book.expects_key(key):
+            if not self.book.expects_key(key) and not key.startswith(self.ignored):
                 info = self._info(key)
                 self.book.note("extra", info.uri if info else self.destination.object_url(key),
                                key)

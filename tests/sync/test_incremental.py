@@ -16,6 +16,7 @@ from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import MirrorState, saved_checkpoint
+from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.shard import Shard
@@ -212,6 +213,11 @@ def test_deletes_keep_or_move_aside_as_asked(
     else:
         assert local.read_bytes(key) is None and after.stats["removed"] == 1
         assert local.read_bytes("trash/" + key) == INITIAL["r15.txt"]
+        # what was moved aside is not the mirror's: an audit told so leaves it alone
+        assert run_audit(client, local, capability_list_url=source.capability_list_url,
+                         repair=True, ignore_prefixes=["trash/"]).clean
+        assert local.read_bytes("trash/" + key) == INITIAL["r15.txt"]
+        assert run_audit(client, local, capability_list_url=source.capability_list_url).extra == 1
     with MirrorState.load(local) as state:
         assert (state.get(source.uri("r15.txt")) is not None) == (deletes == "keep")
 
