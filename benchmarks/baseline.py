@@ -66,6 +66,7 @@ def engine(capability_list: str, directory: Path, workers: int) -> None:
 
 
 def timed(run: Callable[[Path], None]) -> float:
+    """Seconds ``run`` takes to fill a new directory (removing it afterwards is not counted)."""
     with tempfile.TemporaryDirectory(prefix="rs-bench-") as directory:
         started = time.perf_counter()
         run(Path(directory))

@@ -78,7 +78,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
     :param key_prefixes: URI prefix -> key prefix at the destination, e.g.
         ``{"https://example.org/data/": "data/"}`` (templated); None: keys named after scheme,
         host and path.
-    :param concurrency: resources in progress at once; None: the connection's concurrency.
+    :param concurrency: the most resources in progress at once (fewer while more would not be
+        faster); None: the connection's concurrency.
     :param shard_index: the part of the resources this task mirrors, from 0 (templated, so it
         can be mapped with ``expand``).
     :param shard_count: how many parts the resources are split into.

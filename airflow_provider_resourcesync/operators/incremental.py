@@ -49,7 +49,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         ``"keep"`` it, or ``"move"`` it under ``move_to``.
     :param move_to: the key prefix deleted resources are moved under (templated).
     :param key_prefixes: URI prefix -> key prefix, as given to the baseline (templated).
-    :param concurrency: resources in progress at once; None: the connection's concurrency.
+    :param concurrency: the most resources in progress at once (fewer while more would not be
+        faster); None: the connection's concurrency.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 

@@ -62,7 +62,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         ``shard``); never after a listing that could not be read whole.
     :param shard: mirror only this part of the resources; the shard's view of its part is saved
         under :func:`~.combine.shard_location` for :func:`combine_shards`, not as the state.
-    :param concurrency: resources in progress at once.
+    :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
     :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
         else was committed and recorded, and re-running converges.

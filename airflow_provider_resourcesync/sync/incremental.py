@@ -66,7 +66,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     :param deletes: ``"delete"`` the mirror's copy, ``"keep"`` it, or ``"move"`` it aside.
     :param move_to: the key prefix deleted resources move under, for ``deletes="move"``.
     :param mapper: URI -> key mapping; the default layout if None.
-    :param concurrency: resources in progress at once.
+    :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
         earliest of them, and re-running converges.

@@ -89,10 +89,11 @@ class Throttle:
 def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """``function`` over ``items`` on up to ``workers`` threads, results in completion order:
     :class:`Throttle`'s limit of threads, with as many items again queued (a thread that finishes
-    finds its next item waiting). When the limit changes, new items go to a pool of the new size
-    and the old pool finishes what it holds. Completed calls arrive through one queue, so each
-    costs the same however many are in flight. Leaving early waits for the running calls and
-    cancels the queued ones; an exception ``function`` raises is raised here."""
+    finds its next item waiting); at a limit of one, on the caller's thread, with no hand-over
+    between threads. When the limit changes, new items go to a pool of the new size and the old
+    pool finishes what it holds. Completed calls arrive through one queue, so each costs the
+    same however many are in flight. Leaving early waits for the running calls and cancels the
+    queued ones; an exception ``function`` raises is raised here."""
     throttle = Throttle(workers, time.monotonic())
     pool: ThreadPoolExecutor | None = None
     size = 0  # the threads of ``pool``
@@ -107,8 +108,13 @@ def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) ->
 
     try:
         for item in items:
-            while len(pending) >= 2 * throttle.limit:
+            while len(pending) >= (2 * throttle.limit if throttle.limit > 1 else 1):
                 yield settle()
+            if throttle.limit == 1:
+                result = function(item)
+                throttle.completed(time.monotonic())
+                yield result
+                continue
             if pool is None or size != throttle.limit:
                 if pool is not None:
                     pool.shutdown(wait=False)  # its threads end with its last item
