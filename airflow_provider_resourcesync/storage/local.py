@@ -157,7 +157,7 @@ class LocalDestination(Destination):
     # -- writing ---------------------------------------------------------------------------------
 
     def stage(self, key: str) -> _LocalStaged:
-        self._path(key)
+        self._segments(key)  # a key refused before anything is staged; links are checked on commit
         with _os_errors(f"cannot stage {key!r} in {self._tmp}"):
             return _LocalStaged(self, key)
 

@@ -45,6 +45,8 @@ from .keys import RESERVED_PREFIX
 
 #: Writes per SQLite transaction (see ``MirrorState._transaction``).
 _COMMIT_EVERY = 10_000
+#: Marks of :meth:`MirrorState.mark_seen` written at once.
+_SEEN_BATCH = 1_000
 
 __all__ = [
     "CAPABILITY_LIST",
@@ -152,6 +154,8 @@ class MirrorState(ClosedOnExit):
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
         self._writes = 0
+        self._removals = 0  # URIs removed in this run: a put must take them off that list
+        self._seen: list[str] = []  # marks not yet written
         self._checkpoint: dict[str, Any] | None = None
         self._saved_at: datetime | None = None
         self._changelist: str | None = None
@@ -186,11 +190,13 @@ class MirrorState(ClosedOnExit):
         row = _row(record)
         with self._transaction():
             self._db.execute(_PUT, row)
-            self._db.execute("DELETE FROM removed WHERE uri = ?", (record.uri,))
+            if self._removals:
+                self._db.execute("DELETE FROM removed WHERE uri = ?", (record.uri,))
 
     def remove(self, uri: str) -> None:
         """Forget the object of ``uri`` (its key is kept for this run's Change List)."""
         with self._transaction():
+            self._removals += 1
             self._db.execute("INSERT OR REPLACE INTO removed SELECT uri, key FROM records "
                              "WHERE uri = ?", (uri,))
             self._db.execute("DELETE FROM records WHERE uri = ?", (uri,))
@@ -207,19 +213,31 @@ class MirrorState(ClosedOnExit):
     # -- what the Source no longer lists ---------------------------------------------------------
 
     def mark_seen(self, uri: str) -> None:
-        """Note that the Source still lists ``uri`` (nothing if the mirror does not hold it)."""
-        with self._transaction():
-            self._db.execute("UPDATE records SET seen = 1 WHERE uri = ?", (uri,))
+        """Note that the Source still lists ``uri`` (nothing if the mirror does not hold it).
+        Marks are written in batches; :meth:`unseen` sees every one made before it."""
+        with self._lock:
+            self._seen.append(uri)
+            if len(self._seen) < _SEEN_BATCH:
+                return
+        self._write_seen()
 
     def unseen(self) -> Iterator[str]:
         """The URIs held and not marked seen since the state was loaded, ordered, streamed."""
+        self._write_seen()
         for row in self._scan("SELECT uri FROM records WHERE seen = 0 AND uri > ?"):
             yield row[0]
+
+    def _write_seen(self) -> None:
+        with self._transaction():
+            marks, self._seen = self._seen, []
+            self._db.executemany("UPDATE records SET seen = 1 WHERE uri = ?",
+                                 ((uri,) for uri in marks))
 
     def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
         """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
         in bounded memory), then the rest is streamed. Marks from before are cleared."""
         with self._lock:
+            self._seen = []
             self._db.execute("UPDATE records SET seen = 0")
         for batch in _batches(seen):
             with self._transaction():
