@@ -90,8 +90,8 @@ def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) ->
     """``function`` over ``items`` on up to ``workers`` threads, results in completion order:
     :class:`Throttle`'s limit of threads, with as many items again queued (a thread that finishes
     finds its next item waiting); at a limit of one, on the caller's thread, with no hand-over
-    between threads. When the limit changes, new items go to a pool of the new size and the old
-    pool finishes what it holds. Completed calls arrive through one queue, so each costs the
+    between threads. When the limit changes, the calls in flight finish, then new items go to a
+    pool of the new size. Completed calls arrive through one queue, so each costs the
     same however many are in flight. Leaving early waits for the running calls and cancels the
     queued ones; an exception ``function`` raises is raised here."""
     throttle = Throttle(workers, time.monotonic())
@@ -116,8 +116,10 @@ def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) ->
                 yield result
                 continue
             if pool is None or size != throttle.limit:
+                while pending:  # the old pool's calls end first: never more than one pool's
+                    yield settle()
                 if pool is not None:
-                    pool.shutdown(wait=False)  # its threads end with its last item
+                    pool.shutdown()
                 size = throttle.limit
                 pool = ThreadPoolExecutor(size, thread_name_prefix="resourcesync")
             future = pool.submit(function, item)
