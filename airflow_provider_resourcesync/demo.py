@@ -88,10 +88,10 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
     if resources < 3:
         raise ValueError(f"resources={resources}: the demo changes three resources")
     destination = destination.resolve()
-    names = sorted(sample_resources(resources))
+    sample = sample_resources(resources)
+    names = sorted(sample)
     with SourceServer(max_lifetime=600) as server:
-        source = ResourceSyncSource(server, resources=sample_resources(resources),
-                                    content_type="application/json")
+        source = ResourceSyncSource(server, resources=sample, content_type="application/json")
         source.publish()
         connection = {"conn_type": "resourcesync", "host": server.url("/"),
                       "extra": {"allow_private": True}}

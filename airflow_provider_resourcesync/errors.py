@@ -6,6 +6,8 @@ message says which document, URL or rule is at fault.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class ResourceSyncError(Exception):
     """Base class of every error this provider raises on purpose."""
@@ -13,6 +15,13 @@ class ResourceSyncError(Exception):
 
 class ConfigurationError(ResourceSyncError, ValueError):
     """A connection field or an argument is wrong; the message names it."""
+
+    @classmethod
+    def unless_one_of(cls, name: str, value: object, choices: Iterable[str]) -> None:
+        """:raises ConfigurationError: ``value`` of the argument ``name`` is not in ``choices``."""
+        choices = list(choices)
+        if value not in choices:
+            raise cls(f"{name} {value!r} is not one of {', '.join(choices)}")
 
 
 class InvalidValueError(ResourceSyncError, ValueError):

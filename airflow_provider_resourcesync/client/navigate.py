@@ -32,8 +32,8 @@ __all__ = [
     "changes_after",
     "child_ref",
     "choose_capability",
-    "found_as",
-    "listed_as_index",
+    "is_index_of",
+    "nested_index",
     "own_ref",
     "resource_dump_packages",
     "resource_list",
@@ -59,7 +59,7 @@ def capability_documents(client: ResourceSyncClient, capability_list_url: str
     """The capability documents a Capability List points at (9)."""
     document = client.read_document(capability_list_url)
     if document.kind is not DocumentKind.CAPABILITY_LIST:
-        raise DocumentError(f"expected a Capability List, found {found_as(document.head)}",
+        raise DocumentError(f"expected a Capability List, found {_found_as(document.head)}",
                             url=capability_list_url, section="9")
     return capabilities_in(document.entries)
 
@@ -101,35 +101,45 @@ class _Opened:
         return self.reader.head
 
 
-def found_as(head: Head) -> str:
+def _found_as(head: Head) -> str:
     """What a document is, for an error: "a Resource List", or its capability as written."""
     if head.kind is not None:
         return f"a {head.kind.title}"
     return f"a document with capability {head.md.capability if head.md else None!r}"
 
 
-def listed_as_index(head: Head, first: Entry | None) -> bool:
-    """A ``<urlset>`` whose entries carry the document's own capability is an index in disguise."""
-    return (head.capability is not None and first is not None and first.md is not None
-            and first.md.capability_value is head.capability)
+def is_index_of(url: str, head: Head, first: Entry | None, capability: Capability) -> bool:
+    """Whether the document at ``url``, which must be a list of ``capability`` or its index, is
+    the index. A ``<urlset>`` whose entries carry the document's own capability is an index in
+    disguise (DESIGN.md, lenient in).
+
+    :raises DocumentError: the document is of another capability.
+    """
+    if head.capability is not capability:
+        kind = DocumentKind.of(capability, Root.URLSET)
+        assert kind is not None
+        raise DocumentError(f"expected a {kind.title} or its index, found {_found_as(head)}",
+                            url=url, section=kind.section)
+    return head.is_index or (first is not None and first.md is not None
+                             and first.md.capability_value is capability)
+
+
+def nested_index(url: str) -> DocumentError:
+    """The error for an index met where a list is expected (a part of an index)."""
+    return DocumentError("an index where a list is expected: indexes do not nest", url=url,
+                         section="7")
 
 
 def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
     """Open the document at ``url``, which must be of ``capability`` (a list or its index)."""
     reader = client.open_document(url)
     try:
-        head = reader.head
-        if head.capability is not capability:
-            kind = DocumentKind.of(capability, Root.URLSET)
-            assert kind is not None
-            raise DocumentError(f"expected a {kind.title} or its index, found {found_as(head)}",
-                                url=url, section=kind.section)
         entries = iter(reader)
         first = next(entries, None)
+        is_index = is_index_of(url, reader.head, first, capability)
     except BaseException:
         reader.close()
         raise
-    is_index = head.is_index or listed_as_index(head, first)
     return _Opened(reader, chain(() if first is None else (first,), entries), is_index)
 
 
@@ -138,8 +148,7 @@ def _open_list(client: ResourceSyncClient, url: str, capability: Capability) -> 
     opened = _open(client, url, capability)
     if opened.is_index:
         opened.reader.close()
-        raise DocumentError("an index where a list is expected: indexes do not nest",
-                            url=url, section="7")
+        raise nested_index(url)
     return opened
 
 

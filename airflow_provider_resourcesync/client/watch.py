@@ -23,7 +23,7 @@ from ..protocol.position import ChangeListRef, ChangePosition, lists_to_read
 from ..protocol.position import changes_after as changes_in_list
 from ..protocol.reader import read_document
 from .async_client import AsyncResourceSyncClient
-from .navigate import child_ref, found_as, listed_as_index, own_ref
+from .navigate import child_ref, is_index_of, nested_index, own_ref
 from .sync_client import ResourceSyncClient
 
 __all__ = ["MAX_SAMPLES", "ChangeListStatus", "NewChanges", "Plan", "Polled", "Sighting",
@@ -53,22 +53,17 @@ def _time(value: datetime | None) -> str | None:
 # -- the documents -------------------------------------------------------------------------------
 
 def _is_index(url: str, document: Document) -> bool:
-    """Whether ``document`` is a Change List Index (also one served as a ``<urlset>``); it must
-    be a Change List or its index (12.1, 12.2)."""
-    head = document.head
-    if head.capability is not Capability.CHANGE_LIST:
-        raise DocumentError(f"expected a Change List or its index, found {found_as(head)}",
-                            url=url, section="12.1")
+    """Whether ``document`` is a Change List Index; it must be a Change List or its index (12.1,
+    12.2)."""
     first = document.entries[0] if document.entries else None
-    return head.is_index or listed_as_index(head, first)
+    return is_index_of(url, document.head, first, Capability.CHANGE_LIST)
 
 
 def _part(url: str) -> Plan[Document]:
     """A Change List listed by an index: a list, not another index (indexes do not nest, 7)."""
     document = yield url
     if _is_index(url, document):
-        raise DocumentError("an index where a list is expected: indexes do not nest",
-                            url=url, section="7")
+        raise nested_index(url)
     return document
 
 

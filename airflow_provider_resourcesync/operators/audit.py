@@ -58,9 +58,7 @@ class ResourceSyncAuditOperator(BaseOperator):
                  ignore_prefixes: list[str] | None = None, concurrency: int | None = None,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if on_mismatch not in ON_MISMATCH:
-            raise ConfigurationError(
-                f"on_mismatch {on_mismatch!r} is not one of {', '.join(ON_MISMATCH)}")
+        ConfigurationError.unless_one_of("on_mismatch", on_mismatch, ON_MISMATCH)
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url

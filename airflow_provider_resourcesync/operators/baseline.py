@@ -98,8 +98,7 @@ class ResourceSyncBaselineOperator(BaseOperator):
                  shard_count: int | None = None, aws_conn_id: str | None = "aws_default",
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if method not in METHODS:
-            raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
+        ConfigurationError.unless_one_of("method", method, METHODS)
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url

@@ -64,10 +64,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                  key_prefixes: dict[str, str] | None = None, concurrency: int | None = None,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if method not in METHODS:
-            raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
-        if deletes not in DELETES:
-            raise ConfigurationError(f"deletes {deletes!r} is not one of {', '.join(DELETES)}")
+        ConfigurationError.unless_one_of("method", method, METHODS)
+        ConfigurationError.unless_one_of("deletes", deletes, DELETES)
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url

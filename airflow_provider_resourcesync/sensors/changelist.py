@@ -10,9 +10,9 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
-from ..client.navigate import capability_documents
+from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Sighting, drive
-from ..errors import ConfigurationError, DocumentError, ResourceSyncError
+from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..operators.baseline import capability_list_of
@@ -174,12 +174,9 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         if capability_list != source:
             self.log.warning("The checkpoint comes from the Capability List %s, not from %s",
                              source, capability_list)
-        url = capability_documents(hook.get_conn(), capability_list).get(Capability.CHANGE_LIST)
-        if url is None:
-            raise DocumentError("the Capability List offers no Change List: set "
-                                "change_list_url, or capability_list_url to another one",
-                                url=capability_list, section="9")
-        return url
+        capabilities = capability_documents(hook.get_conn(), capability_list)
+        return capabilities[choose_capability(Capability.CHANGE_LIST, (), capabilities,
+                                              capability_list, "to watch")]
 
 
 class ResourceSyncChangeListSensor(_ChangeListWatchSensor):

@@ -69,8 +69,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     :raises ResourceSyncError: the Capability List or the list itself cannot be read.
     """
     log = log or _log
-    if method not in METHODS:
-        raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
+    ConfigurationError.unless_one_of("method", method, METHODS)
     capabilities = capability_documents(client, capability_list_url)
     capability = choose_capability(METHODS[method], (Capability.RESOURCE_LIST,
                                    Capability.RESOURCE_DUMP), capabilities, capability_list_url,

@@ -87,9 +87,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     log.info("Changes after %s from %s %s into %s", _where(checkpoint.position),
              capability.value, document, destination.url)
     with MirrorState.load(destination) as state:
-        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()),
-                   None if deletes == "delete" else move_to, deletes == "keep", concurrency,
-                   Tally(log, stats=dict.fromkeys(_STATS, 0)))
+        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), deletes,
+                   move_to, concurrency, Tally(log, stats=dict.fromkeys(_STATS, 0)))
         if capability is Capability.CHANGE_LIST:
             standing = run.from_change_list(document, checkpoint.position)
         else:
@@ -112,10 +111,8 @@ _STATS = ("changes", "resources", "fetched", "unchanged", "removed", "kept", "fa
 
 def _check(method: str, deletes: str, move_to: str, checkpoint: Checkpoint,
            destination: Destination) -> None:
-    if method not in METHODS:
-        raise ConfigurationError(f"method {method!r} is not one of {', '.join(METHODS)}")
-    if deletes not in DELETES:
-        raise ConfigurationError(f"deletes {deletes!r} is not one of {', '.join(DELETES)}")
+    ConfigurationError.unless_one_of("method", method, METHODS)
+    ConfigurationError.unless_one_of("deletes", deletes, DELETES)
     if deletes == "move" and (not move_to.endswith("/") or move_to.startswith(
             ("/", RESERVED_PREFIX))):
         raise ConfigurationError(f"move_to {move_to!r} must be a key prefix ending with '/', "
@@ -145,8 +142,8 @@ class _Run:
 
     client: ResourceSyncClient
     transfer: Transfer
-    move_to: str | None  # None: deletes delete
-    keep: bool  # deletes keep the mirror's copy
+    deletes: str  # one of DELETES
+    move_to: str
     concurrency: int
     tally: Tally
     applied: list[tuple[str, str, datetime]] = field(default_factory=list)
@@ -205,9 +202,10 @@ class _Run:
         if winner.change is not Change.DELETED:
             # the change time is the resource's last modification (12.1)
             return winner, write(replace(entry, lastmod=entry.lastmod or entry.change_time))
-        if self.keep:
+        if self.deletes == "keep":
             return winner, Outcome(entry.loc, "kept")
-        return winner, self.transfer.remove(entry.loc, move_to=self.move_to)
+        move_to = self.move_to if self.deletes == "move" else None
+        return winner, self.transfer.remove(entry.loc, move_to=move_to)
 
 
 def _package_changes(package: Entry, opened: DumpPackage, position: ChangePosition
