@@ -153,7 +153,8 @@ def _known(expected: Metadata | None) -> tuple[str, ...]:
 
 
 class ResourceSink(_CappedSink):
-    """Streams a resource into ``dest`` (seekable, rewound for each try), verifying it."""
+    """Streams a resource into ``dest`` (empty, seekable; rewound when a try wrote into it),
+    verifying it."""
 
     _OK = frozenset({200})
 
@@ -164,18 +165,19 @@ class ResourceSink(_CappedSink):
         self._algorithms = ("md5", "sha-256", *_known(expected))
         self._digester = Digester(self._algorithms)
         self._response: httpx.Response | None = None
+        self._written = False
 
     def start(self, response: httpx.Response, url: str, tries: int) -> None:
         self.url = url
         self._start(response, self._OK, tries)
         self._response = response
-        self._dest.seek(0)
-        self._dest.truncate()
+        self.discard()
         self._digester = Digester(self._algorithms)
 
     def write(self, chunk: bytes) -> None:
         self._digester.update(self._counted(chunk))
         self._dest.write(chunk)
+        self._written = True
 
     def finish(self) -> Download:
         response = self._response
@@ -189,8 +191,10 @@ class ResourceSink(_CappedSink):
                         headers.get("Last-Modified"))
 
     def discard(self) -> None:
-        self._dest.seek(0)
-        self._dest.truncate()
+        if self._written:
+            self._dest.seek(0)
+            self._dest.truncate()
+            self._written = False
 
 
 class PageSink(_CappedSink):

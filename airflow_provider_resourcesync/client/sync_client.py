@@ -21,6 +21,7 @@ from .exchange import Exchange
 from .guard import HostGuard
 from .policy import ClientPolicy
 from .sinks import DocumentSink, Download, FetchedDocument, Page, PageSink, ResourceSink
+from .transport import default_transport
 
 __all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "httpx_settings", "mirror_urls"]
 
@@ -73,7 +74,8 @@ class ResourceSyncClient(ClosedOnExit):
         self.policy = policy or ClientPolicy()
         self.guard = HostGuard(self.policy, source_urls)
         self.cache = DocumentCache()
-        self._http = httpx.Client(transport=transport, **httpx_settings(self.policy))
+        self._http = httpx.Client(transport=transport or default_transport(self.policy),
+                                  **httpx_settings(self.policy))
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 
@@ -104,8 +106,9 @@ class ResourceSyncClient(ClosedOnExit):
 
     def download(self, url: str, dest: BinaryIO, *, expected: Metadata | None = None,
                  mirrors: Iterable[str] = ()) -> Download:
-        """Stream ``url`` into ``dest`` (seekable; rewound for each try) and verify it against
-        ``expected`` (hash and length). ``mirrors`` may be reached by this call's redirects.
+        """Stream ``url`` into ``dest`` (empty, seekable; rewound for each retry) and verify it
+        against ``expected`` (hash and length). ``mirrors`` may be reached by this call's
+        redirects.
 
         :raises ContentMismatchError: still mismatched after the policy's tries.
         """

@@ -45,6 +45,7 @@ __all__ = ["LocalDestination", "key_segments"]
 _TMP = RESERVED_PREFIX + "tmp"
 _META = RESERVED_PREFIX + "meta"
 _XATTR = "user.resourcesync"
+_BUFFER = 64 * 1024
 _INTERNAL = (_TMP + "/", _META + "/")
 
 
@@ -329,7 +330,7 @@ class _LocalStaged(Staged):
     def __init__(self, destination: LocalDestination, key: str) -> None:
         self._temporary = os.path.join(destination._tmp, _stage_name())
         fd = os.open(self._temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        super().__init__(key, os.fdopen(fd, "w+b"))
+        super().__init__(key, os.fdopen(fd, "w+b", buffering=_BUFFER))  # no isatty probe
         self._destination = destination
 
     def _publish(self, info: ObjectInfo) -> None:

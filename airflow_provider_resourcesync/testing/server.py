@@ -10,6 +10,11 @@ Each server is its own origin (``http://127.0.0.1:<port>``): start two to test t
 are not sent to another origin. Fetches are allowed per host *name*, so to stand for another host
 address a server as ``localhost`` (the same loopback address under another name).
 
+Given an :class:`ssl.SSLContext` (``tls``), it speaks HTTPS (``https://127.0.0.1:<port>``).
+:attr:`SourceServer.connections_opened` counts the connections it accepted, and
+:meth:`SourceServer.hang_up` closes the open ones, as a server does when a kept-alive connection
+has been idle too long.
+
 The server stops by itself after ``max_lifetime`` seconds, so a test that forgets it cannot
 leave it running.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import socket
+import ssl
 import sys
 import threading
 from collections import deque
@@ -110,10 +116,13 @@ class SourceServer:
 
     :param max_lifetime: seconds after :meth:`start` at which the server stops by itself.
     :param delay: seconds to wait before answering each request (settable at any time).
+    :param tls: serve HTTPS with this server-side context.
     """
 
-    def __init__(self, *, max_lifetime: float = 600.0, delay: float = 0.0) -> None:
+    def __init__(self, *, max_lifetime: float = 600.0, delay: float = 0.0,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.delay = delay
+        self.connections_opened = 0
         self._max_lifetime = max_lifetime
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -123,10 +132,12 @@ class SourceServer:
         self._log: list[RequestRecord] = []
         self._connections: set[socket.socket] = set()
         self._httpd = _HTTPServer(self)
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
         host, port = self._httpd.server_address[:2]
-        self.base_url = f"http://{host}:{port}"
+        self.base_url = f"{'https' if tls else 'http'}://{host}:{port}"
 
     # -- lifetime --------------------------------------------------------------------------------
 
@@ -155,6 +166,10 @@ class SourceServer:
             self._httpd.shutdown()
             self._thread.join(timeout)
         self._httpd.server_close()
+        self.hang_up()
+
+    def hang_up(self) -> None:
+        """Close every open connection (clients must open new ones)."""
         with self._lock:
             connections = list(self._connections)
         for connection in connections:
@@ -305,6 +320,7 @@ class SourceServer:
         with self._lock:
             if open_:
                 self._connections.add(connection)
+                self.connections_opened += 1
             else:
                 self._connections.discard(connection)
 
