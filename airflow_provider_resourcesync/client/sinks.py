@@ -172,12 +172,12 @@ class ResourceSink(_CappedSink):
         self._start(response, self._OK, tries)
         self._response = response
         self.discard()
-        self._digester = Digester(self._algorithms)
 
     def write(self, chunk: bytes) -> None:
-        self._digester.update(self._counted(chunk))
+        self._counted(chunk)
+        self._written = True  # from here on, a retry starts afresh
+        self._digester.update(chunk)
         self._dest.write(chunk)
-        self._written = True
 
     def finish(self) -> Download:
         response = self._response
@@ -191,9 +191,11 @@ class ResourceSink(_CappedSink):
                         headers.get("Last-Modified"))
 
     def discard(self) -> None:
+        """Forget what a try wrote (nothing to do before its first byte)."""
         if self._written:
             self._dest.seek(0)
             self._dest.truncate()
+            self._digester = Digester(self._algorithms)
             self._written = False
 
 
