@@ -165,7 +165,6 @@ class ResourceSink(_CappedSink):
         self._algorithms = ("md5", "sha-256", *_known(expected))
         self._digester = Digester(self._algorithms)
         self._response: httpx.Response | None = None
-        self._written = False
 
     def start(self, response: httpx.Response, url: str, tries: int) -> None:
         self.url = url
@@ -174,9 +173,7 @@ class ResourceSink(_CappedSink):
         self.discard()
 
     def write(self, chunk: bytes) -> None:
-        self._counted(chunk)
-        self._written = True  # from here on, a retry starts afresh
-        self._digester.update(chunk)
+        self._digester.update(self._counted(chunk))  # counted first: a retry starts afresh
         self._dest.write(chunk)
 
     def finish(self) -> Download:
@@ -192,11 +189,10 @@ class ResourceSink(_CappedSink):
 
     def discard(self) -> None:
         """Forget what a try wrote (nothing to do before its first byte)."""
-        if self._written:
+        if self._digester.length:
             self._dest.seek(0)
             self._dest.truncate()
             self._digester = Digester(self._algorithms)
-            self._written = False
 
 
 class PageSink(_CappedSink):

@@ -76,14 +76,17 @@ class StdlibTransport(httpx.BaseTransport):
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         origin = _origin(request.url)
         timeouts = request.extensions.get("timeout", {})
-        connection = self._reuse(origin, timeouts) or self._connect(request, origin, timeouts)
-        with _errors(request, sending=True, connection=connection):
+        connection = self._reuse(origin) or self._connect(request, origin, timeouts)
+        assert connection.sock is not None
+        if connection.sock.gettimeout() != timeouts.get("read"):
+            connection.sock.settimeout(timeouts.get("read"))
+        with _errors(request, "send", connection):
             connection.putrequest(request.method, request.url.raw_path.decode("ascii"),
                                   skip_host=True, skip_accept_encoding=True)
             for name, value in request.headers.raw:
                 connection.putheader(name, value)
             connection.endheaders(request.read() or None)
-        with _errors(request, connection=connection):
+        with _errors(request, "read", connection):
             response = connection.getresponse()
         return httpx.Response(
             response.status, headers=response.getheaders(),
@@ -101,10 +104,8 @@ class StdlibTransport(httpx.BaseTransport):
 
     # -- connections -----------------------------------------------------------------------------
 
-    def _reuse(self, origin: _Origin, timeouts: dict[str, float | None]
-               ) -> http.client.HTTPConnection | None:
-        """An idle connection to ``origin`` still open and not expired, if there is one, set to
-        this request's read timeout."""
+    def _reuse(self, origin: _Origin) -> http.client.HTTPConnection | None:
+        """An idle connection to ``origin`` still open and not expired, if there is one."""
         while True:
             with self._lock:
                 connections = self._idle.get(origin)
@@ -113,9 +114,6 @@ class StdlibTransport(httpx.BaseTransport):
                 kept = connections.pop()
             connection = kept.connection
             if time.monotonic() - kept.since < KEEPALIVE_EXPIRY and not _readable(connection):
-                assert connection.sock is not None
-                if connection.sock.gettimeout() != timeouts.get("read"):
-                    connection.sock.settimeout(timeouts.get("read"))
                 return connection
             connection.close()
 
@@ -129,17 +127,8 @@ class StdlibTransport(httpx.BaseTransport):
                                                      context=self._context())
         else:
             connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
-        try:
+        with _errors(request, "connect", connection):
             connection.connect()
-        except TimeoutError as error:
-            connection.close()
-            raise httpx.ConnectTimeout(str(error) or "connect timed out",
-                                       request=request) from error
-        except OSError as error:
-            connection.close()
-            raise httpx.ConnectError(str(error), request=request) from error
-        assert connection.sock is not None
-        connection.sock.settimeout(timeouts.get("read"))
         return connection
 
     def _context(self) -> ssl.SSLContext:
@@ -174,7 +163,7 @@ class _Body(httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         response = self._response
         while True:
-            with _errors(self._request):
+            with _errors(self._request, "read"):
                 chunk = response.read(CHUNK)
             if chunk:
                 yield chunk
@@ -215,25 +204,34 @@ def _readable(connection: http.client.HTTPConnection) -> bool:
     return bool(ready)
 
 
+#: httpx's errors for a timeout and for any other failure, by the step that failed.
+_STEP_ERRORS: dict[str, tuple[type[httpx.TransportError], type[httpx.TransportError]]] = {
+    "connect": (httpx.ConnectTimeout, httpx.ConnectError),
+    "send": (httpx.WriteTimeout, httpx.WriteError),
+    "read": (httpx.ReadTimeout, httpx.ReadError),
+}
+
+
 @contextmanager
-def _errors(request: httpx.Request, *, sending: bool = False,
+def _errors(request: httpx.Request, step: str,
             connection: http.client.HTTPConnection | None = None) -> Iterator[None]:
-    """Turn the standard library's errors into httpx's (closing ``connection`` on one)."""
+    """Turn the standard library's errors in ``step`` into httpx's (closing ``connection``)."""
     try:
         yield
-    except (TimeoutError, OSError, http.client.HTTPException) as error:
+    except (OSError, http.client.HTTPException) as error:
         if connection is not None:
             connection.close()
-        raise _translated(error, request, sending) from error
+        raise _translated(error, request, step) from error
 
 
-def _translated(error: Exception, request: httpx.Request, sending: bool) -> httpx.TransportError:
+def _translated(error: Exception, request: httpx.Request, step: str) -> httpx.TransportError:
+    timeout, failure = _STEP_ERRORS[step]
     message = str(error) or type(error).__name__
     if isinstance(error, TimeoutError):
-        return (httpx.WriteTimeout if sending else httpx.ReadTimeout)(message, request=request)
+        return timeout(message, request=request)
     if isinstance(error, http.client.RemoteDisconnected):
         return httpx.RemoteProtocolError("the server closed the connection without sending a "
                                          "response", request=request)
     if isinstance(error, http.client.HTTPException):
         return httpx.RemoteProtocolError(message, request=request)
-    return (httpx.WriteError if sending else httpx.ReadError)(message, request=request)
+    return failure(message, request=request)
