@@ -31,8 +31,8 @@ class ObjectInfo:
 
 
 class Staged(ClosedOnExit):
-    """An object being written: fill :attr:`file`, then :meth:`commit`; closing without a commit
-    discards it."""
+    """An object being written: fill :attr:`file` (binary, seekable, not necessarily readable),
+    then :meth:`commit`; closing without a commit discards it."""
 
     def __init__(self, key: str, file: BinaryIO) -> None:
         self.key = key

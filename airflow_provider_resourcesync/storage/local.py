@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -94,16 +95,26 @@ class LocalDestination(Destination):
     def _path(self, key: str) -> Path:
         """The file of ``key``, checked to stay under the root with no symbolic link on the way
         (directories once, then remembered; the file itself every time)."""
+        path = self._located(key)
+        if os.path.islink(path):
+            raise self._escapes(key)
+        return Path(path)
+
+    def _located(self, key: str) -> str:
+        """The file of ``key``, its directories checked (once, then remembered), not the file
+        itself."""
         path = os.path.join(self.root, *self._segments(key))
         parent = os.path.dirname(path)
         if parent not in self._known and os.path.realpath(parent) == parent and os.path.isdir(
                 parent):
             self._known.add(parent)
-        if (parent not in self._known and os.path.realpath(parent) != parent) or os.path.islink(
-                path):
-            raise DestinationError(f"key {key!r} resolves outside {self.root} (a symbolic link "
-                                   "or a path that escapes the root)")
-        return Path(path)
+        if parent not in self._known and os.path.realpath(parent) != parent:
+            raise self._escapes(key)
+        return path
+
+    def _escapes(self, key: str) -> DestinationError:
+        return DestinationError(f"key {key!r} resolves outside {self.root} (a symbolic link "
+                                "or a path that escapes the root)")
 
     def _meta_path(self, key: str) -> Path:
         return self.root / _META / key
@@ -200,8 +211,14 @@ class LocalDestination(Destination):
     # -- reading ---------------------------------------------------------------------------------
 
     def info(self, key: str) -> ObjectInfo | None:
-        path = self._path(key)
-        if not path.is_file():
+        path = self._located(key)
+        try:
+            mode = os.lstat(path).st_mode  # one call: is it there, a file, a link
+        except OSError:
+            return None
+        if stat.S_ISLNK(mode):
+            raise self._escapes(key)
+        if not stat.S_ISREG(mode):
             return None
         try:
             data = os.getxattr(path, _XATTR) if self._xattrs else None
@@ -329,8 +346,9 @@ class _LocalStaged(Staged):
 
     def __init__(self, destination: LocalDestination, key: str) -> None:
         self._temporary = os.path.join(destination._tmp, _stage_name())
-        fd = os.open(self._temporary, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        super().__init__(key, os.fdopen(fd, "w+b", buffering=_BUFFER))  # no isatty probe
+        fd = os.open(self._temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        # write-only: a read-write file costs three more lseek calls per object
+        super().__init__(key, os.fdopen(fd, "wb", buffering=_BUFFER))  # no isatty probe either
         self._destination = destination
 
     def _publish(self, info: ObjectInfo) -> None:

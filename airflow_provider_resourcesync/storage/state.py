@@ -19,6 +19,7 @@ resources; one connection serves every thread, behind a lock.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -494,11 +495,9 @@ class MirrorState(ClosedOnExit):
     def _output(self, key: str) -> Iterator[IO[bytes]]:
         """A staged document at ``key``, committed with its hash and length on a clean exit."""
         with self.destination.stage(key) as staged:
-            yield staged.file
-            staged.file.seek(0)
-            digester = Digester(("md5", "sha-256"))
-            while chunk := staged.file.read(1024 * 1024):
-                digester.update(chunk)
+            output = _Digesting(staged.file)  # a staging file is write-only
+            yield output  # type: ignore[misc]
+            digester = output.digester
             staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
                                      type=_XML))
 
@@ -511,6 +510,22 @@ class MirrorState(ClosedOnExit):
 
     def _write_document(self, key: str, head: Head, entries: list[Entry]) -> None:
         self.destination.write_bytes(key, document_bytes(Document(head, entries)), _XML)
+
+
+class _Digesting(io.RawIOBase):
+    """Passes what is written on to ``file``, digesting it on the way."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        super().__init__()
+        self._file = file
+        self.digester = Digester(("md5", "sha-256"))
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.digester.update(data)
+        return self._file.write(data)
 
 
 # -- rows --------------------------------------------------------------------------------------

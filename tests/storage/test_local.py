@@ -224,9 +224,19 @@ def test_symbolic_links_in_the_way_are_refused(local: LocalDestination, tmp_path
         with pytest.raises(DestinationError, match="outside"):
             local.open(key)
         with pytest.raises(DestinationError, match="outside"):
+            local.info(key)
+        with pytest.raises(DestinationError, match="outside"):
             write(local, key, b"overwrite")
     assert (outside / "secret").read_bytes() == b"secret"
     assert sorted(os.listdir(outside)) == ["secret"]
+
+
+def test_info_of_a_key_that_is_a_directory_or_missing_is_none(local: LocalDestination) -> None:
+    write(local, "dir/object", b"x")
+    assert local.info("dir") is None
+    assert local.info("missing") is None
+    assert local.info("object/under/a/file") is None
+    assert local.info("dir/object") is not None
 
 
 def test_a_name_too_long_for_the_disk_is_a_destination_error(local: LocalDestination) -> None:
