@@ -48,6 +48,10 @@ from .keys import RESERVED_PREFIX
 _COMMIT_EVERY = 10_000
 #: Marks of :meth:`MirrorState.mark_seen` written at once.
 _SEEN_BATCH = 1_000
+#: Records held back and written to SQLite at once. SQLite lets other threads have the
+#: interpreter while it works, so a write per record queues every thread that records
+#: behind the lock (about 5 ms per resource with 16 threads).
+_PUT_BATCH = 256
 
 __all__ = [
     "CAPABILITY_LIST",
@@ -154,6 +158,7 @@ class MirrorState(ClosedOnExit):
             self._db.execute(f"PRAGMA {pragma}")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._puts: dict[str, tuple[Any, ...]] = {}  # records not yet written, by URI
         self._writes = 0
         self._removals = 0  # URIs removed in this run: a put must take them off that list
         self._seen: list[str] = []  # marks not yet written
@@ -182,17 +187,18 @@ class MirrorState(ClosedOnExit):
 
     def get(self, uri: str) -> ObjectRecord | None:
         with self._lock:
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM records WHERE uri = ?",
-                                   (uri,)).fetchone()
+            row = self._puts.get(uri) or self._db.execute(
+                f"SELECT {_COLUMNS} FROM records WHERE uri = ?", (uri,)).fetchone()
         return _record(row) if row is not None else None
 
     def put(self, record: ObjectRecord) -> None:
-        """Record an object (replacing what was recorded for its URI)."""
+        """Record an object (replacing what was recorded for its URI). Records are written in
+        batches of :data:`_PUT_BATCH`; every read sees them all."""
         row = _row(record)
-        with self._transaction():
-            self._db.execute(_PUT, row)
-            if self._removals:
-                self._db.execute("DELETE FROM removed WHERE uri = ?", (record.uri,))
+        with self._lock:
+            self._puts[record.uri] = row
+            if len(self._puts) >= _PUT_BATCH:
+                self._write_puts()
 
     def remove(self, uri: str) -> None:
         """Forget the object of ``uri`` (its key is kept for this run's Change List)."""
@@ -203,7 +209,7 @@ class MirrorState(ClosedOnExit):
             self._db.execute("DELETE FROM records WHERE uri = ?", (uri,))
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._database():
             return self._db.execute("SELECT count(*) FROM records").fetchone()[0]
 
     def records(self) -> Iterator[ObjectRecord]:
@@ -237,7 +243,7 @@ class MirrorState(ClosedOnExit):
     def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
         """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
         in bounded memory), then the rest is streamed. Marks from before are cleared."""
-        with self._lock:
+        with self._database():
             self._seen = []
             self._db.execute("UPDATE records SET seen = 0")
         for batch in _batches(seen):
@@ -268,7 +274,7 @@ class MirrorState(ClosedOnExit):
             is written then.
         """
         stamp = _micros(at, "at")
-        with self._lock:
+        with self._database():
             self._db.execute("DELETE FROM changes")
         window = self._stage_changes(changes)
         changelist = self._changelist
@@ -328,21 +334,43 @@ class MirrorState(ClosedOnExit):
         """Writes, under the lock, in one long transaction committed every
         :data:`_COMMIT_EVERY` writes: the SQLite file is private to this run and the connection
         reads its own uncommitted rows, so a commit per write would only cost time."""
-        with self._lock:
+        with self._database():
             if not self._db.in_transaction:
                 self._db.execute("BEGIN")
             yield
-            self._writes += 1
-            if self._writes >= _COMMIT_EVERY:
-                self._db.execute("COMMIT")
-                self._writes = 0
+            self._wrote(1)
+
+    @contextmanager
+    def _database(self) -> Iterator[None]:
+        """The lock, with the records :meth:`put` holds back written."""
+        with self._lock:
+            self._write_puts()
+            yield
+
+    def _write_puts(self) -> None:
+        """Write the records :meth:`put` holds back (under the lock)."""
+        if not self._puts:
+            return
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN")
+        rows, self._puts = list(self._puts.values()), {}
+        self._db.executemany(_PUT, rows)
+        if self._removals:
+            self._db.executemany("DELETE FROM removed WHERE uri = ?", ((row[0],) for row in rows))
+        self._wrote(len(rows))
+
+    def _wrote(self, writes: int) -> None:
+        self._writes += writes
+        if self._writes >= _COMMIT_EVERY:
+            self._db.execute("COMMIT")
+            self._writes = 0
 
     def _scan(self, query: str, page: int = 1_000) -> Iterator[Sequence[Any]]:
         """Rows of ``query`` (whose first column is the ``uri`` its ``uri > ?`` pages on), in
         pages fetched under the lock, so callers may write to the state while they iterate."""
         last = ""
         while True:
-            with self._lock:
+            with self._database():
                 rows = self._db.execute(f"{query} ORDER BY uri LIMIT ?", (last, page)).fetchall()
             yield from rows
             if len(rows) < page:
@@ -363,7 +391,7 @@ class MirrorState(ClosedOnExit):
                 seq += 1
             with self._transaction():
                 self._db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", rows)
-        with self._lock:
+        with self._database():
             unknown = self._db.execute(
                 "SELECT uri FROM changes WHERE uri NOT IN (SELECT uri FROM records) "
                 "AND uri NOT IN (SELECT uri FROM removed) LIMIT 1").fetchone()
@@ -460,7 +488,7 @@ class MirrorState(ClosedOnExit):
                  "LEFT JOIN records r ON r.uri = c.uri LEFT JOIN removed d ON d.uri = c.uri "
                  "WHERE (c.at, c.seq) > (?, ?) ORDER BY c.at, c.seq LIMIT ?")
         while True:
-            with self._lock:
+            with self._database():
                 rows = self._db.execute(query, (*last, 1_000)).fetchall()
             for when, _, uri, change, key, length, hash_, lastmod, type_, stored in rows:
                 held = length is not None and change != Change.DELETED

@@ -306,6 +306,28 @@ def test_threads_share_one_state(local: LocalDestination) -> None:
         assert errors == [] and len(state) == 2_000
 
 
+def test_records_held_back_for_batching_are_seen_by_every_read(local: LocalDestination) -> None:
+    """Puts are written in batches: whatever was put is read back at once, removed, put again
+    and saved in the order it happened, across batch boundaries."""
+    with MirrorState.load(local) as state:
+        for n in range(600):
+            state.put(record(n))
+            assert state.get(record(n).uri) == record(n)
+        assert len(state) == 600
+        state.remove(record(599).uri)
+        state.put(record(5, length=55))  # held back again after the removal wrote the batch
+        assert state.get(record(599).uri) is None
+        assert state.get(record(5).uri) == record(5, length=55)
+        state.put(record(599))
+        state.remove(record(599).uri)
+        assert [r.uri for r in state.records()][-2:] == [record(597).uri, record(598).uri]
+        state.save(at=T0, checkpoint={}, changes=[(record(5).uri, "updated", T0)])
+    with MirrorState.load(local) as state:
+        assert len(state) == 599
+        assert state.get(record(5).uri) == record(5, length=55)
+        assert state.get(record(599).uri) is None
+
+
 def test_close_removes_the_temporary_file(local: LocalDestination) -> None:
     state = MirrorState.load(local)
     path = state._path
