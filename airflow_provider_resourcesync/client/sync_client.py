@@ -62,6 +62,15 @@ def mirror_urls(entry: Entry) -> list[str]:
     return [*mirrors, entry.loc]
 
 
+class _Cookies(httpx.Cookies):
+    """httpx's cookie store, which skips the cookie machinery for a response that sets none
+    (the common case; httpx builds a ``urllib`` request for every response otherwise)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        if "set-cookie" in response.headers or "set-cookie2" in response.headers:
+            super().extract_cookies(response)
+
+
 class ResourceSyncClient(ClosedOnExit):
     """HTTP access to one ResourceSync Source, safe to share between threads.
 
@@ -76,6 +85,7 @@ class ResourceSyncClient(ClosedOnExit):
         self.cache = DocumentCache()
         self._http = httpx.Client(transport=transport or default_transport(self.policy),
                                   **httpx_settings(self.policy))
+        self._http._cookies = _Cookies()  # the client's store (its setter would copy ours)
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 

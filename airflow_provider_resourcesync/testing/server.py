@@ -45,7 +45,7 @@ MAX_STALL = 30.0
 #: Request headers kept in the log (keys lower case).
 LOGGED_HEADERS = (
     "authorization", "if-none-match", "if-modified-since", "user-agent", "host", "accept",
-    "accept-encoding", "range",
+    "accept-encoding", "range", "cookie",
 )
 _BODY_FAULTS = frozenset({"truncate", "wrong_length", "corrupt"})
 

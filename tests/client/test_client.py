@@ -249,6 +249,20 @@ def test_mirrors_are_tried_in_priority_order_then_loc(server: SourceServer,
 
 # -- limits ------------------------------------------------------------------------------------
 
+def test_cookies_a_source_sets_are_sent_back(server: SourceServer) -> None:
+    server.put("/login", b"ok", "text/plain", headers={"Set-Cookie": "session=s1; Path=/"})
+    with client_for(server) as client:
+        # the store that skips responses without cookies is the one httpx uses (an httpx
+        # release that renamed its attribute would silently bypass it)
+        assert type(client._http.cookies).__name__ == "_Cookies"
+        client.fetch_page(server.url("/res"))  # no Set-Cookie: nothing stored, nothing lost
+        client.fetch_page(server.url("/login"))
+        client.fetch_page(server.url("/res"))
+        client.fetch_page(server.url("/doc.xml"))
+    sent = [record.headers.get("cookie") for record in server.requests]
+    assert sent == [None, None, "session=s1", "session=s1"]
+
+
 def test_concurrency_per_host_is_limited(server: SourceServer) -> None:
     server.delay = 0.3
     with client_for(server, concurrency_per_host=2) as client, ThreadPoolExecutor(6) as pool:
