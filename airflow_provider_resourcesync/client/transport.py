@@ -1,26 +1,31 @@
-"""The wire under the sync client: HTTP/1.1 over the standard library's :mod:`http.client`,
-behind httpx's transport interface.
+"""The wire under the sync client: HTTP/1.1 of our own over sockets, behind httpx's transport
+interface.
 
-httpx's own transport (httpcore over h11) spends about three times the CPU of
-:mod:`http.client` on each small request, and on two cores that CPU is what bounds a baseline of
-many small resources (docs/design.md, "The sync client's transport"). Everything above the wire
+httpx's own transport (httpcore over h11) spends about three times the CPU of a plain HTTP/1.1
+exchange on each small request; on two cores that CPU is what bounds a baseline of many small
+resources (docs/design.md, "The sync client's transport"). :mod:`http.client` is as cheap but
+takes an interim answer such as ``103 Early Hints`` for the final one. Everything above the wire
 stays httpx's: the client, requests and responses, auth, timeouts as configured, errors. This
-module only moves bytes, and keeps idle connections for reuse.
+module only moves bytes, frames responses (RFC 9112) and keeps idle connections for reuse.
 
 Rules it keeps, as httpx's transport does:
 
 - an idle connection is reused only if it is younger than :data:`KEEPALIVE_EXPIRY` and the
   server has not closed it (nothing readable on it); otherwise a new one is opened;
-- a connection goes back to the idle pool only after its response was read whole and the server
-  did not ask to close it;
-- a body shorter than its ``Content-Length`` is a :class:`httpx.RemoteProtocolError`; timeouts,
-  refused connections and broken ones are the matching :class:`httpx.TransportError`.
+- a connection goes back to the idle pool only after its response was read whole, the response
+  was framed by its length or by chunks, and the server did not ask to close it;
+- interim (1xx) answers are passed over;
+- a body shorter than its ``Content-Length``, a chunked body cut short and a response head that
+  is not HTTP/1.x are :class:`httpx.RemoteProtocolError`; timeouts, refused connections and
+  broken ones are the matching :class:`httpx.TransportError`;
+- a request header holding a line break is refused (:class:`httpx.LocalProtocolError`) before
+  anything is sent: a value a Source chose (an ``ETag``) cannot add headers of its own.
 """
 
 from __future__ import annotations
 
-import http.client
 import select
+import socket
 import ssl
 import threading
 import time
@@ -31,35 +36,56 @@ from urllib.request import getproxies
 
 import httpx
 
+from .http11 import (
+    Malformed,
+    chunks,
+    counted,
+    framing,
+    request_head,
+    response_head,
+    until_close,
+)
 from .policy import ClientPolicy
 
-__all__ = ["KEEPALIVE_EXPIRY", "StdlibTransport", "default_transport"]
+__all__ = ["KEEPALIVE_EXPIRY", "SocketTransport", "default_transport"]
 
 #: Seconds an idle connection is kept (httpx's default).
 KEEPALIVE_EXPIRY = 5.0
-#: Bytes read at a time from a body.
-CHUNK = 64 * 1024
 
 _Origin = tuple[str, str, int]
 
 
+class _Connection:
+    """A socket carrying one request after another, read through a buffer."""
+
+    __slots__ = ("reader", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.reader = sock.makefile("rb")
+
+    def close(self) -> None:
+        self.reader.close()
+        self.sock.close()
+
+
 @dataclass(slots=True)
 class _Idle:
-    connection: http.client.HTTPConnection
+    connection: _Connection
     since: float = field(default_factory=time.monotonic)
 
 
-def default_transport(policy: ClientPolicy) -> StdlibTransport | None:
+def default_transport(policy: ClientPolicy) -> SocketTransport | None:
     """The sync client's transport for ``policy``; None (httpx's own, which honours proxies)
     where the environment names a proxy."""
     if getproxies():
         return None
-    return StdlibTransport(verify=policy.verify,
+    return SocketTransport(verify=policy.verify,
                            max_idle_per_origin=4 * policy.concurrency_per_host)
 
 
-class StdlibTransport(httpx.BaseTransport):
-    """HTTP/1.1 over :mod:`http.client`, with a pool of idle connections per origin.
+class SocketTransport(httpx.BaseTransport):
+    """HTTP/1.1 over sockets, with a pool of idle connections per origin.
 
     :param verify: verify TLS certificates (as ``httpx.Client(verify=...)``).
     :param max_idle_per_origin: idle connections kept per scheme, host and port.
@@ -75,24 +101,20 @@ class StdlibTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         origin = _origin(request.url)
+        message = request_head(request) + request.read()
         timeouts = request.extensions.get("timeout", {})
         connection = self._reuse(origin) or self._connect(request, origin, timeouts)
-        assert connection.sock is not None
         if connection.sock.gettimeout() != timeouts.get("read"):
             connection.sock.settimeout(timeouts.get("read"))
         with _errors(request, "send", connection):
-            connection.putrequest(request.method, request.url.raw_path.decode("ascii"),
-                                  skip_host=True, skip_accept_encoding=True)
-            for name, value in request.headers.raw:
-                connection.putheader(name, value)
-            connection.endheaders(request.read() or None)
+            connection.sock.sendall(message)
         with _errors(request, "read", connection):
-            response = connection.getresponse()
+            version, status, reason, headers = response_head(connection.reader)
+            length, reusable = framing(request.method, version, status, headers)
         return httpx.Response(
-            response.status, headers=response.getheaders(),
-            stream=_Body(self, request, origin, connection, response),
-            extensions={"http_version": b"HTTP/1.1",
-                        "reason_phrase": response.reason.encode("latin-1", "replace")})
+            status, headers=headers,
+            stream=_Body(self, request, origin, connection, length, reusable),
+            extensions={"http_version": version, "reason_phrase": reason})
 
     def close(self) -> None:
         with self._lock:
@@ -104,7 +126,7 @@ class StdlibTransport(httpx.BaseTransport):
 
     # -- connections -----------------------------------------------------------------------------
 
-    def _reuse(self, origin: _Origin) -> http.client.HTTPConnection | None:
+    def _reuse(self, origin: _Origin) -> _Connection | None:
         """An idle connection to ``origin`` still open and not expired, if there is one."""
         while True:
             with self._lock:
@@ -118,18 +140,18 @@ class StdlibTransport(httpx.BaseTransport):
             connection.close()
 
     def _connect(self, request: httpx.Request, origin: _Origin,
-                 timeouts: dict[str, float | None]) -> http.client.HTTPConnection:
+                 timeouts: dict[str, float | None]) -> _Connection:
         scheme, host, port = origin
-        connect_timeout = timeouts.get("connect")
-        connection: http.client.HTTPConnection
-        if scheme == "https":
-            connection = http.client.HTTPSConnection(host, port, timeout=connect_timeout,
-                                                     context=self._context())
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
-        with _errors(request, "connect", connection):
-            connection.connect()
-        return connection
+        with _errors(request, "connect"):
+            sock = socket.create_connection((host, port), timeout=timeouts.get("connect"))
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if scheme == "https":
+                    sock = self._context().wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        return _Connection(sock)
 
     def _context(self) -> ssl.SSLContext:
         with self._lock:
@@ -137,7 +159,7 @@ class StdlibTransport(httpx.BaseTransport):
                 self._ssl = httpx.create_ssl_context(verify=self._verify)
             return self._ssl
 
-    def _release(self, origin: _Origin, connection: http.client.HTTPConnection) -> None:
+    def _release(self, origin: _Origin, connection: _Connection) -> None:
         """Keep a connection whose last response was read whole, room permitting."""
         with self._lock:
             connections = self._idle.setdefault(origin, [])
@@ -148,40 +170,41 @@ class StdlibTransport(httpx.BaseTransport):
 
 
 class _Body(httpx.SyncByteStream):
-    """A response body read from its connection; closing hands the connection back (when the body
-    was read whole and the server keeps it open) or closes it."""
+    """A response body read from its connection: ``length`` bytes, chunks (-1) or everything up
+    to the close (None). Closing hands the connection back (when the body was read whole and it
+    can carry another request) or closes it."""
 
-    def __init__(self, transport: StdlibTransport, request: httpx.Request, origin: _Origin,
-                 connection: http.client.HTTPConnection,
-                 response: http.client.HTTPResponse) -> None:
+    def __init__(self, transport: SocketTransport, request: httpx.Request, origin: _Origin,
+                 connection: _Connection, length: int | None, reusable: bool) -> None:
         self._transport = transport
         self._request = request
         self._origin = origin
-        self._connection: http.client.HTTPConnection | None = connection
-        self._response = response
+        self._connection: _Connection | None = connection
+        self._length = length
+        self._reusable = reusable
+        self._whole = length == 0
 
     def __iter__(self) -> Iterator[bytes]:
-        response = self._response
-        while True:
-            with _errors(self._request, "read"):
-                chunk = response.read(CHUNK)
-            if chunk:
-                yield chunk
-                continue
-            if response.length:  # a Content-Length the server did not send
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection before the whole body arrived "
-                    f"({response.length} bytes missing)", request=self._request)
+        connection = self._connection
+        if connection is None or self._whole:
             return
+        reader = connection.reader
+        with _errors(self._request, "read"):
+            if self._length is None:
+                yield from until_close(reader)
+            elif self._length < 0:
+                yield from chunks(reader)
+            else:
+                yield from counted(reader, self._length)
+        self._whole = True
 
     def close(self) -> None:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._response.isclosed() and not self._response.will_close:
+        if self._whole and self._reusable:
             self._transport._release(self._origin, connection)
         else:
-            self._response.close()
             connection.close()
 
 
@@ -192,11 +215,9 @@ def _origin(url: httpx.URL) -> _Origin:
     return scheme, url.host, url.port or (443 if scheme == "https" else 80)
 
 
-def _readable(connection: http.client.HTTPConnection) -> bool:
+def _readable(connection: _Connection) -> bool:
     """Whether an idle connection has something to read: the server closed it (or broke the
     protocol), so it cannot carry another request."""
-    if connection.sock is None:
-        return True
     try:
         ready, _, _ = select.select([connection.sock], [], [], 0)
     except (OSError, ValueError):
@@ -214,24 +235,22 @@ _STEP_ERRORS: dict[str, tuple[type[httpx.TransportError], type[httpx.TransportEr
 
 @contextmanager
 def _errors(request: httpx.Request, step: str,
-            connection: http.client.HTTPConnection | None = None) -> Iterator[None]:
-    """Turn the standard library's errors in ``step`` into httpx's (closing ``connection``)."""
+            connection: _Connection | None = None) -> Iterator[None]:
+    """Turn a socket's errors and broken framing in ``step`` into httpx's errors (closing
+    ``connection``)."""
     try:
         yield
-    except (OSError, http.client.HTTPException) as error:
+    except (OSError, Malformed) as error:
         if connection is not None:
             connection.close()
         raise _translated(error, request, step) from error
 
 
 def _translated(error: Exception, request: httpx.Request, step: str) -> httpx.TransportError:
+    if isinstance(error, Malformed):
+        return httpx.RemoteProtocolError(str(error), request=request)
     timeout, failure = _STEP_ERRORS[step]
     message = str(error) or type(error).__name__
     if isinstance(error, TimeoutError):
         return timeout(message, request=request)
-    if isinstance(error, http.client.RemoteDisconnected):
-        return httpx.RemoteProtocolError("the server closed the connection without sending a "
-                                         "response", request=request)
-    if isinstance(error, http.client.HTTPException):
-        return httpx.RemoteProtocolError(message, request=request)
     return failure(message, request=request)

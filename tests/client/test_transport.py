@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from airflow_provider_resourcesync.client import http11
 from airflow_provider_resourcesync.client import transport as transport_module
 from airflow_provider_resourcesync.client.policy import ClientPolicy
-from airflow_provider_resourcesync.client.transport import StdlibTransport, default_transport
+from airflow_provider_resourcesync.client.transport import SocketTransport, default_transport
 from airflow_provider_resourcesync.testing import SourceServer
 
 BODY = b"resource body " * 500
@@ -37,7 +38,7 @@ def server() -> Iterator[SourceServer]:
 
 @pytest.fixture
 def http() -> Iterator[httpx.Client]:
-    with httpx.Client(transport=StdlibTransport(), timeout=5.0) as client:
+    with httpx.Client(transport=SocketTransport(), timeout=5.0) as client:
         yield client
 
 
@@ -125,7 +126,7 @@ def test_a_dropped_request_is_a_protocol_error(server: SourceServer, http: httpx
 
 def test_a_stalled_answer_is_a_read_timeout(server: SourceServer) -> None:
     server.stall("/res", 5.0)
-    with httpx.Client(transport=StdlibTransport(), timeout=0.2) as impatient, pytest.raises(
+    with httpx.Client(transport=SocketTransport(), timeout=0.2) as impatient, pytest.raises(
             httpx.ReadTimeout):
         impatient.get(server.url("/res"))
 
@@ -194,6 +195,72 @@ def test_a_gzipped_body_is_decoded_as_httpx_decodes_it(http: httpx.Client) -> No
         assert http.get(url).content == b"plain text"
 
 
+def test_interim_answers_are_passed_over(http: httpx.Client) -> None:
+    answer = (b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+              b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+    with canned(answer) as url:
+        response = http.get(url)
+    assert (response.status_code, response.content) == (200, b"ok")
+    assert "link" not in response.headers
+
+
+def test_chunk_extensions_trailers_and_folded_headers_are_read(http: httpx.Client) -> None:
+    answer = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Folded: one\r\n\t two\r\n"
+              b"Connection: close\r\n\r\n5;name=value\r\nhello\r\n0\r\nX-Trailer: t\r\n\r\n")
+    with canned(answer) as url:
+        response = http.get(url)
+    assert response.content == b"hello"
+    assert response.headers["X-Folded"] == "one two"
+
+
+@pytest.mark.parametrize(("answer", "complaint"), [
+    (b"SSH-2.0-OpenSSH_9.6\r\n", "not an HTTP/1.x status line"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+     "Content-Length is not one number"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: -2\r\n\r\nok", "Content-Length is not one number"),
+    (b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "not a header field"),
+    (b"HTTP/1.1 200 OK\r\nX-Long: " + b"x" * 70_000 + b"\r\n\r\n", "longer than"),
+    (b"HTTP/1.1 200 OK\r\nContent-Le", "in the middle of the response"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "not a chunk size"),
+    (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhello\r\n0\r\n\r\n",
+     "longer than its size"),
+])
+def test_a_broken_response_is_a_protocol_error_saying_what_broke(
+        http: httpx.Client, answer: bytes, complaint: str) -> None:
+    with canned(answer) as url, pytest.raises(httpx.RemoteProtocolError, match=complaint):
+        http.get(url)
+
+
+def test_a_line_break_in_a_request_header_is_refused_before_sending(
+        server: SourceServer, http: httpx.Client) -> None:
+    with pytest.raises(httpx.LocalProtocolError, match="line break"):
+        http.get(server.url("/res"), headers={"If-None-Match": '"a"\r\nX-Smuggled: 1'})
+    assert server.requests == [] and server.connections_opened == 0
+
+
+@pytest.mark.parametrize(("method", "version", "status", "headers", "expected"), [
+    ("GET", b"HTTP/1.1", 200, [(b"Content-Length", b"5")], (5, True)),
+    ("GET", b"HTTP/1.1", 200, [(b"content-length", b"5, 5")], (5, True)),
+    ("GET", b"HTTP/1.1", 200, [(b"Content-Length", b"5"), (b"Connection", b"Close")],
+     (5, False)),
+    ("GET", b"HTTP/1.0", 200, [(b"Content-Length", b"5")], (5, False)),
+    ("GET", b"HTTP/1.1", 200, [(b"Transfer-Encoding", b"gzip, chunked"),
+                               (b"Content-Length", b"5")], (-1, True)),
+    ("GET", b"HTTP/1.1", 200, [(b"Transfer-Encoding", b"gzip")], (None, False)),
+    ("GET", b"HTTP/1.1", 200, [], (None, False)),
+    ("HEAD", b"HTTP/1.1", 200, [(b"Content-Length", b"5")], (0, True)),
+    ("GET", b"HTTP/1.1", 304, [(b"Content-Length", b"5")], (0, True)),
+    ("GET", b"HTTP/1.1", 204, [], (0, True)),
+])
+def test_how_a_body_ends_follows_rfc_9112(method: str, version: bytes, status: int,
+                                         headers: list[tuple[bytes, bytes]],
+                                         expected: tuple[int | None, bool]) -> None:
+    """RFC 9112 section 6.3: no body for HEAD, 204 and 304; chunked when it is the last coding
+    (over any Content-Length); else the Content-Length; else up to the close. Only HTTP/1.1 keeps
+    the connection, unless the server says close."""
+    assert http11.framing(method, version, status, headers) == expected
+
+
 # -- TLS ------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -232,21 +299,21 @@ def test_https_with_a_trusted_certificate(tls_server: SourceServer,
                                           certificate: tuple[Path, Path],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", str(certificate[0]))  # as httpx's own transport reads it
-    with httpx.Client(transport=StdlibTransport(verify=True)) as client:
+    with httpx.Client(transport=SocketTransport(verify=True)) as client:
         assert [client.get(tls_server.url("/res")).content for _ in range(3)] == [BODY] * 3
     assert tls_server.url("/res").startswith("https://")
     assert tls_server.connections_opened == 1
 
 
 def test_https_refuses_an_untrusted_certificate(tls_server: SourceServer) -> None:
-    with httpx.Client(transport=StdlibTransport(verify=True)) as client, pytest.raises(
+    with httpx.Client(transport=SocketTransport(verify=True)) as client, pytest.raises(
             httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
         client.get(tls_server.url("/res"))
 
 
 def test_https_without_verification_when_the_connection_says_so(
         tls_server: SourceServer) -> None:
-    with httpx.Client(transport=StdlibTransport(verify=False)) as client:
+    with httpx.Client(transport=SocketTransport(verify=False)) as client:
         assert client.get(tls_server.url("/res")).content == BODY
 
 
@@ -257,6 +324,6 @@ def test_a_proxy_in_the_environment_leaves_the_wire_to_httpx(
     for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy",
                  "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    assert isinstance(default_transport(ClientPolicy()), StdlibTransport)
+    assert isinstance(default_transport(ClientPolicy()), SocketTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert default_transport(ClientPolicy()) is None
