@@ -32,13 +32,17 @@ class Throttle:
     kept when it raises the rate of completions by ``GAIN / 2`` (a tie keeps the higher limit,
     which a Source that slows down needs), twice as many when it raises it by ``GAIN``, and a
     probe that pays is followed by another the same way; one that does not is undone. After
-    ``HOLD`` windows at one limit it probes again, down and up in turn, so the limit follows a
-    Source whose latency changes. Each probe is judged against the window just before it, so a
-    machine whose speed drifts over minutes misleads it little.
+    ``HOLD`` windows at one limit it probes again, down and up in turn (a turn with no room that
+    way is skipped), so the limit follows a Source whose latency changes. Each probe that does
+    not pay doubles the wait before the next, up to ``MAX_HOLD`` windows: a probe costs while it
+    lasts (half the workers against a distant Source), and a steady Source is probed ever more
+    rarely. Each probe is judged against the window just before it, so a machine whose speed
+    drifts over minutes misleads it little.
     """
 
     GAIN = 0.1
     HOLD = 8
+    MAX_HOLD = 64
     #: A window closes after this many seconds and at least two completions per item in flight.
     WINDOW = 0.25
 
@@ -47,7 +51,8 @@ class Throttle:
         self.limit = self.ceiling
         self._start, self._done = now, 0
         self._probe: tuple[int, float] | None = None  # the limit and rate a probe left
-        self._hold, self._upward = 0, False
+        self._hold, self._upward = 0, True  # the first probe goes down from the ceiling
+        self._patience = self.HOLD  # windows to hold after a probe that did not pay
 
     def completed(self, now: float) -> None:
         """One item done at ``now`` (a monotonic clock)."""
@@ -69,17 +74,18 @@ class Throttle:
         before, before_rate = self._probe  # type: ignore[misc]
         self._probe = None
         if self.limit > before and rate >= before_rate * (1 + self.GAIN):
+            self._patience = self.HOLD
             self._try(rate, upward=True)  # it paid: keep climbing
         elif self.limit < before and rate >= before_rate * (1 + self.GAIN / 2):
+            self._patience = self.HOLD
             self._try(rate, upward=False)  # more for less: keep descending
         else:
-            self.limit, self._hold = before, self.HOLD
+            self.limit, self._hold = before, self._patience
+            self._patience = min(2 * self._patience, self.MAX_HOLD)
 
     def _try(self, rate: float, upward: bool) -> None:
-        """Probe the next limit in the direction asked for, else the other; hold at the last."""
-        up, down = min(self.ceiling, 2 * self.limit), max(1, self.limit // 2)
-        target = (up if up != self.limit else down) if upward else (
-            down if down != self.limit else up)
+        """Probe the next limit in the direction asked for; hold where there is none."""
+        target = min(self.ceiling, 2 * self.limit) if upward else max(1, self.limit // 2)
         if target == self.limit:
             self._hold = self.HOLD
         else:

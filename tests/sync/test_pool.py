@@ -30,6 +30,18 @@ def test_a_distant_source_gets_every_worker() -> None:
     assert at[16] > 0.8 * sum(at.values())
 
 
+def test_a_steady_source_is_probed_ever_more_rarely() -> None:
+    # each probe down to 8 halves the rate while it lasts; probes that do not pay back off
+    at = settle(lambda limit: limit / 0.020, completions=20_000)
+    assert at[16] > 0.97 * sum(at.values())
+
+
+def test_the_first_probe_goes_down_from_the_ceiling() -> None:
+    # a Source that only our own work bounds is found at once, not after a hold at 16
+    at = settle(lambda limit: 1000 / (1 + 0.15 * (limit - 1)), completions=2_000)
+    assert at[16] < 100 and at.most_common(1)[0][0] == 1
+
+
 def test_a_near_source_gets_one_at_a_time() -> None:
     # our own work bound: each thread more only adds contention
     at = settle(lambda limit: 1000 / (1 + 0.15 * (limit - 1)))
