@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,26 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource
 def run_example(name: str, logical_date: datetime | None = None) -> Any:
     """A real run of the example DAG ``name`` (parsed now), at ``logical_date`` if given."""
     return load_example_dag(name).test(logical_date=logical_date)
+
+
+def run_dag(dag_id: str, make: Callable[[], Any]) -> Any:
+    """A DAG of the tasks ``make`` makes, run with ``dag.test()``. ``dag.test()`` refuses a DAG
+    outside the DAGs folder that is not serialized ("the dag is not serialized"), so it is
+    written to the metadata DB first, as the DAG processor would, in the DAGs folder's bundle."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC)) as dag:
+        make()
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+    with create_session() as session:
+        update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
+                                         {}, None, set(), session=session)
+    return dag.test()
 
 
 def states(run: Any) -> dict[str, str]:

@@ -64,6 +64,16 @@ def hourly(run_number: int) -> Any:
     return run_example("incremental_mirror", FIRST + run_number * HOUR)
 
 
+def published_hour(source: ResourceSyncSource, run_number: int, **publish: Any) -> Any:
+    """Publish the Source's changes, then run hour ``run_number`` with the Source's request log
+    started afresh; both tasks succeed."""
+    source.publish(**publish)
+    source.server.reset_log()
+    run = hourly(run_number)
+    assert states(run) == {"changes": "success", "sync": "success"}
+    return run
+
+
 def in_step(source: ResourceSyncSource, mirror: Path) -> None:
     """The mirror holds what the Source holds, nothing more, and an audit finds it clean."""
     assert_mirrors(source, mirror)
@@ -83,10 +93,7 @@ def test_runs_hour_after_hour_keep_the_mirror_in_step(
     source.create("new.txt", b"created\n")
     source.update("doc-01.txt", b"doc 1, updated\n")
     source.delete("doc-02.txt")
-    source.publish()
-    source.server.reset_log()
-    first = hourly(0)
-    assert states(first) == {"changes": "success", "sync": "success"}
+    first = published_hour(source, 0)
     seen = xcom(first, "changes")
     assert seen["count"] == 3
     checkpoint = Checkpoint.from_json(xcom(first, "sync"))
@@ -103,10 +110,7 @@ def test_runs_hour_after_hour_keep_the_mirror_in_step(
     source.update("doc-04.txt", b"same time, a\n")
     source.update("doc-05.txt", b"same time, b\n")
     source.delete("doc-06.txt")
-    source.publish()
-    source.server.reset_log()
-    second = hourly(1)
-    assert states(second) == {"changes": "success", "sync": "success"}
+    published_hour(source, 1)
     assert sorted(resource_bodies_sent(source)) == [f"/dataset1/res/doc-0{n}.txt"
                                                     for n in (3, 4, 5)]
     in_step(source, mirror)
@@ -117,11 +121,8 @@ def test_runs_hour_after_hour_keep_the_mirror_in_step(
     clock.step = timedelta(seconds=1)
     source.close_changelist()
     source.create("later.txt", b"in the second list\n")
-    source.publish(changelist_style="1.0")
     (mirror / CHECKPOINT).unlink()  # the previous XCom is enough to go on from
-    source.server.reset_log()
-    third = hourly(2)
-    assert states(third) == {"changes": "success", "sync": "success"}
+    third = published_hour(source, 2, changelist_style="1.0")
     assert sorted(resource_bodies_sent(source)) == ["/dataset1/res/doc-07.txt",
                                                     "/dataset1/res/later.txt"]
     assert xcom(third, "sync")["stats"]["changes"] == 2
@@ -134,10 +135,7 @@ def test_a_change_dump_window(source: ResourceSyncSource, tmp_path: Path,
     source.update("doc-08.txt", b"doc 8, in a package\n")
     source.delete("doc-09.txt")
     source.create("packaged.txt", b"from a package\n")
-    source.publish(change_dump=True)
-    source.server.reset_log()
-    run = hourly(0)
-    assert states(run) == {"changes": "success", "sync": "success"}
+    run = published_hour(source, 0, change_dump=True)
     assert resource_bodies_sent(source) == []  # the bitstreams came in the package (13.1)
     assert xcom(run, "sync")["document"] == source.change_dump_url
     in_step(source, tmp_path / "mirror")
@@ -154,9 +152,6 @@ def test_a_run_failing_midway_then_run_again_loses_and_duplicates_nothing(
     assert states(failed) == {"changes": "success", "sync": "failed"}
     source.server.clear_faults()
     source.create("meanwhile.txt", b"created between the runs\n")
-    source.publish()
-    source.server.reset_log()
-    again = hourly(1)
-    assert states(again) == {"changes": "success", "sync": "success"}
+    published_hour(source, 1)
     assert sorted(resource_bodies_sent(source)) == [broken, "/dataset1/res/meanwhile.txt"]
     in_step(source, tmp_path / "mirror")

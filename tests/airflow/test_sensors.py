@@ -29,7 +29,7 @@ from airflow_provider_resourcesync.triggers.changelist import (
     ResourceSyncClosedChangeListTrigger,
 )
 
-from .runs import states, xcom
+from .runs import run_dag, states, xcom
 
 #: ``later(seconds, action)``: run ``action`` on a timer.
 Later = Callable[[float, Callable[[], object]], None]
@@ -53,26 +53,6 @@ def create_and_publish(source: ResourceSyncSource, name: str = "new.txt") -> Cal
         source.create(name, b"created while the sensor waits\n")
         source.publish()
     return act
-
-
-def run_dag(dag_id: str, make: Callable[[], Any]) -> Any:
-    """A DAG of the tasks ``make`` makes, run with ``dag.test()``. ``dag.test()`` refuses a DAG
-    outside the DAGs folder that is not serialized ("the dag is not serialized"), so it is
-    written to the metadata DB first, as the DAG processor would, in the DAGs folder's bundle."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.sdk import DAG
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
-
-    with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC)) as dag:
-        make()
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-    with create_session() as session:
-        update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
-                                         {}, None, set(), session=session)
-    return dag.test()
 
 
 @pytest.fixture
