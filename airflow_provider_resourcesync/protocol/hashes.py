@@ -7,13 +7,16 @@ not hex (or not ``algorithm:value`` at all) are kept as written and flagged, nev
 from __future__ import annotations
 
 import hashlib
+import io
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO, Any
 
 from ..errors import ContentMismatchError
 
-__all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "HashValue", "Hashes"]
+__all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "DigestingWriter", "HashValue",
+           "Hashes"]
 
 #: Algorithm tokens mapped to :mod:`hashlib` names: the spec's examples use md5 and sha-256.
 HASH_ALGORITHMS: dict[str, str] = {
@@ -148,3 +151,20 @@ class Digester:
                     actual=hasher.hexdigest(),
                 )
         return checked
+
+
+class DigestingWriter(io.RawIOBase):
+    """A write-only stream that passes what is written on to ``file``, digesting it on the way
+    (:attr:`digester`, of ``algorithms``)."""
+
+    def __init__(self, file: IO[bytes], algorithms: Iterable[str] = DEFAULT_ALGORITHMS) -> None:
+        super().__init__()
+        self._file = file
+        self.digester = Digester(algorithms)
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.digester.update(data)
+        return self._file.write(data)

@@ -19,7 +19,6 @@ resources; one connection serves every thread, behind a lock.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -36,7 +35,7 @@ from urllib.parse import quote, unquote
 from ..errors import DocumentError, InvalidValueError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
-from ..protocol.hashes import Digester, Hashes
+from ..protocol.hashes import DigestingWriter, Hashes
 from ..protocol.model import Change, Document, DocumentKind, Entry, Head, Link, Metadata
 from ..protocol.reader import DocumentReader
 from ..protocol.split import write_split
@@ -523,7 +522,7 @@ class MirrorState(ClosedOnExit):
     def _output(self, key: str) -> Iterator[IO[bytes]]:
         """A staged document at ``key``, committed with its hash and length on a clean exit."""
         with self.destination.stage(key) as staged:
-            output = _Digesting(staged.file)  # a staging file is write-only
+            output = DigestingWriter(staged.file, ("md5", "sha-256"))  # write-only
             yield output  # type: ignore[misc]
             digester = output.digester
             staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
@@ -538,22 +537,6 @@ class MirrorState(ClosedOnExit):
 
     def _write_document(self, key: str, head: Head, entries: list[Entry]) -> None:
         self.destination.write_bytes(key, document_bytes(Document(head, entries)), _XML)
-
-
-class _Digesting(io.RawIOBase):
-    """Passes what is written on to ``file``, digesting it on the way."""
-
-    def __init__(self, file: IO[bytes]) -> None:
-        super().__init__()
-        self._file = file
-        self.digester = Digester(("md5", "sha-256"))
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self.digester.update(data)
-        return self._file.write(data)
 
 
 # -- rows --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ResourceSyncError
-from ..protocol.hashes import Digester
+from ..protocol.hashes import DigestingWriter
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
@@ -105,11 +105,11 @@ class Transfer:
         ``key``."""
         hashes = entry.md.hash if entry.md is not None else None
         known = tuple(value.algorithm for value in hashes.values) if hashes else ()
-        digester = Digester((*STORED_DIGESTS, *known))
         with self.destination.stage(key) as staged:
+            output = DigestingWriter(staged.file, (*STORED_DIGESTS, *known))
             for chunk in package.read_verified(entry):  # verified after the last chunk
-                digester.update(chunk)
-                staged.file.write(chunk)
+                output.write(chunk)
+            digester = output.digester
             info = ObjectInfo(entry.loc, digester.length, digester.hashes(), entry.lastmod,
                               _type(entry))
             staged.commit(info)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import io
 
 import pytest
 
 from airflow_provider_resourcesync.errors import ContentMismatchError
-from airflow_provider_resourcesync.protocol.hashes import Digester, Hashes, HashValue
+from airflow_provider_resourcesync.protocol.hashes import (
+    Digester,
+    DigestingWriter,
+    Hashes,
+    HashValue,
+)
 
 DATA = b"The quick brown fox jumps over the lazy dog" * 1000
 
@@ -100,3 +106,13 @@ def test_sha_512_is_computed_when_expected() -> None:
     digester = Digester.for_expected(expected)
     digester.update(DATA)
     assert digester.verify("http://example.com/a", hashes=expected)
+
+
+def test_a_digesting_writer_passes_every_byte_on_and_digests_it() -> None:
+    target = io.BytesIO()
+    writer = DigestingWriter(target, ("md5", "sha-256"))
+    writer.write(b"first ")
+    writer.writelines([b"second ", b"third"])
+    assert target.getvalue() == b"first second third"
+    assert writer.digester.length == len(b"first second third")
+    assert writer.digester.hexdigest("sha-256") == hashlib.sha256(b"first second third").hexdigest()
