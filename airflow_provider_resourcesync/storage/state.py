@@ -13,17 +13,15 @@ At the destination, :class:`MirrorState` keeps
   Description (8) that make the mirror a Source others can sync from;
 - ``checkpoint.json``: the last checkpoint, written last: the recovery path when the XCom is gone.
 
-During a run the state lives in a temporary SQLite file, so memory stays flat for a million
-resources; one connection serves every thread, behind a lock.
+During a run the state lives in a scratch SQLite database (:mod:`.scratch`: nothing is left behind,
+even by a killed run), so memory stays flat for a million resources; one connection serves every
+thread, behind a lock.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +40,7 @@ from ..protocol.split import write_split
 from ..protocol.writer import document_bytes
 from .base import Destination, ObjectInfo
 from .keys import RESERVED_PREFIX
+from .scratch import scratch_database
 
 #: Writes per SQLite transaction (see ``MirrorState._transaction``).
 _COMMIT_EVERY = 10_000
@@ -128,7 +127,7 @@ class ObjectRecord:
 
 
 class MirrorState(ClosedOnExit):
-    """What the mirror holds, indexed in a temporary SQLite file for one run.
+    """What the mirror holds, indexed in a scratch SQLite database for one run.
 
     Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
 
@@ -149,13 +148,7 @@ class MirrorState(ClosedOnExit):
         if public_base_url is not None and not public_base_url.endswith("/"):
             public_base_url += "/"
         self._base = public_base_url
-        fd, self._path = tempfile.mkstemp(prefix="resourcesync-state-", suffix=".sqlite")
-        os.close(fd)
-        self._db = sqlite3.connect(self._path, check_same_thread=False, isolation_level=None)
-        for pragma in ("journal_mode = WAL", "synchronous = OFF", "cache_size = -16000",
-                       "temp_store = FILE"):
-            self._db.execute(f"PRAGMA {pragma}")
-        self._db.executescript(_SCHEMA)
+        self._db = scratch_database(_SCHEMA, shared=True)
         self._lock = threading.Lock()
         self._puts: dict[str, tuple[Any, ...]] = {}  # records not yet written, by URI
         self._writes = 0
@@ -316,11 +309,8 @@ class MirrorState(ClosedOnExit):
         return self.destination.object_url(key)
 
     def close(self) -> None:
-        """Drop the temporary SQLite file."""
+        """Drop the scratch database."""
         self._db.close()
-        for path in (self._path, self._path + "-wal", self._path + "-shm"):
-            if os.path.exists(path):
-                os.unlink(path)
 
     def _key(self, key: str) -> str:
         """A key of the default location (:data:`RESOURCE_LIST`...) moved to this one."""
@@ -331,7 +321,7 @@ class MirrorState(ClosedOnExit):
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """Writes, under the lock, in one long transaction committed every
-        :data:`_COMMIT_EVERY` writes: the SQLite file is private to this run and the connection
+        :data:`_COMMIT_EVERY` writes: the database is private to this run and the connection
         reads its own uncommitted rows, so a commit per write would only cost time."""
         with self._database():
             if not self._db.in_transaction:

@@ -1,7 +1,7 @@
 """The audit (spec 5.2): does the mirror hold what the Source says it holds?
 
 The expectation is the Source's Resource List with the changes its Change Lists record after the
-list's ``at`` applied (the last change of a URI wins), kept in a temporary SQLite file. Each
+list's ``at`` applied (the last change of a URI wins), kept in a scratch SQLite database. Each
 resource expected is compared with the description stored with the object at its key, and with
 the mirror's own state, without downloading; ``deep`` re-reads and re-hashes each object too. The
 destination's other objects, and the state's other records, are extra. ``repair`` re-fetches

@@ -1,4 +1,4 @@
-"""What the mirror should hold, and what an audit found, in a temporary SQLite file.
+"""What the mirror should hold, and what an audit found, in a scratch SQLite database.
 
 The expectation is a Resource List with the later changes applied, coalesced by URI (the last
 change wins); each URI keeps its description and its key at the destination. Memory stays flat
@@ -7,9 +7,6 @@ for a million URIs. The book is used from one thread (the pool hands results bac
 
 from __future__ import annotations
 
-import os
-import sqlite3
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
@@ -18,6 +15,7 @@ from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry
+from ..storage.scratch import scratch_database
 from .compare import Expected
 
 __all__ = ["Expectations"]
@@ -51,13 +49,7 @@ class Expectations(ClosedOnExit):
 
     def __init__(self, key_of: Callable[[str], str | None]) -> None:
         self._key_of = key_of
-        fd, self._path = tempfile.mkstemp(prefix="resourcesync-audit-", suffix=".sqlite")
-        os.close(fd)
-        self._db = sqlite3.connect(self._path, isolation_level=None)
-        for pragma in ("journal_mode = OFF", "synchronous = OFF", "cache_size = -16000",
-                       "temp_store = FILE"):
-            self._db.execute(f"PRAGMA {pragma}")
-        self._db.executescript(_SCHEMA)
+        self._db = scratch_database(_SCHEMA)
 
     # -- the expectation -------------------------------------------------------------------------
 
@@ -149,4 +141,3 @@ class Expectations(ClosedOnExit):
 
     def close(self) -> None:
         self._db.close()
-        os.unlink(self._path)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -328,12 +332,39 @@ def test_records_held_back_for_batching_are_seen_by_every_read(local: LocalDesti
         assert state.get(record(599).uri) is None
 
 
-def test_close_removes_the_temporary_file(local: LocalDestination) -> None:
-    state = MirrorState.load(local)
-    path = state._path
-    assert os.path.exists(path)
-    state.close()
-    assert not any(os.path.exists(path + suffix) for suffix in ("", "-wal", "-shm"))
+_KILLED_RUN = """
+import os, signal, sys
+from tests.storage.test_state import record
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.state import MirrorState
+
+state = MirrorState.load(LocalDestination(sys.argv[1]))
+for n in range(int(sys.argv[2])):
+    state.put(record(n))
+assert len(state) == int(sys.argv[2])
+for fd in os.listdir("/proc/self/fd"):
+    try:
+        print(os.readlink(f"/proc/self/fd/{fd}"), flush=True)
+    except OSError:  # the listing's own descriptor, closed by now
+        pass
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
+def test_a_killed_run_leaves_no_state_file_behind(tmp_path: Any) -> None:
+    """The state spills past its cache into a temporary file that has no name from the start:
+    a task killed mid-run (Airflow's SIGKILL after a timeout) leaves nothing in the temp dir."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = os.environ | {"TMPDIR": str(scratch), "SQLITE_TMPDIR": str(scratch)}
+    run = subprocess.run([sys.executable, "-c", _KILLED_RUN, str(tmp_path / "mirror"), "120000"],
+                         env=env, capture_output=True, text=True, timeout=300,
+                         cwd=Path(__file__).parents[2])
+    assert run.returncode == -signal.SIGKILL, run.stderr
+    spilled = [line for line in run.stdout.splitlines() if line.startswith(str(scratch))]
+    assert spilled and all(line.endswith("(deleted)") for line in spilled), run.stdout
+    assert list(scratch.iterdir()) == []
 
 
 def test_a_resource_list_not_written_by_the_mirror_is_refused(local: LocalDestination) -> None:
