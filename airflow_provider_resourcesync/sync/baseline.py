@@ -11,7 +11,6 @@ a complete run saves its checkpoint, so the next run starts where this one reall
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from ..storage.keys import KeyMapper
 from ..storage.state import MirrorState
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
-from .packages import fetch_package
+from .packages import fetched_package
 from .pool import bounded_map
 from .shard import Shard
 from .tally import Outcome, Tally
@@ -153,14 +152,9 @@ class _Run:
     def _unpack(self, package: Entry) -> None:
         """One package: downloaded and verified (its ``hash``, ``length``), checked whole by
         :func:`open_package` before anything of it is written, then copied out."""
-        with tempfile.TemporaryFile(prefix="resourcesync-package-") as file:
-            try:
-                opened = fetch_package(self.client, package, file,
-                                       DocumentKind.RESOURCE_DUMP_MANIFEST, "Resource Dump")
-            except ResourceSyncError as error:
-                self._incomplete(package.loc, f"package refused, nothing of it written: {error}")
-                return
-            with opened:
+        with fetched_package(self.client, package, DocumentKind.RESOURCE_DUMP_MANIFEST,
+                             "Resource Dump", self._incomplete) as opened:
+            if opened is not None:
                 entries = (entry for entry, _ in opened.entries())
                 work = partial(self.transfer.unpack, opened)
                 self._count(bounded_map(work, self._mine(entries), self.concurrency))

@@ -12,7 +12,6 @@ re-run from any checkpoint only repeats what is harmless to repeat (DESIGN.md, "
 from __future__ import annotations
 
 import logging
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -37,7 +36,7 @@ from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from ..storage.state import MirrorState
 from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
-from .packages import fetch_package
+from .packages import fetched_package
 from .pool import bounded_map
 from .tally import Outcome, Tally
 from .transfer import Transfer
@@ -159,16 +158,12 @@ class _Run:
         and the position moves past it once its changes are committed."""
         when = position.time
         for package in self._read(change_dump_packages_after(self.client, url, when), url):
-            with tempfile.TemporaryFile(prefix="resourcesync-package-") as file:
-                try:
-                    opened = fetch_package(self.client, package, file,
-                                           DocumentKind.CHANGE_DUMP_MANIFEST, "Change Dump")
-                except ResourceSyncError as error:
-                    self.tally.fail(package.loc, f"package refused, nothing of it written: {error}")
+            with fetched_package(self.client, package, DocumentKind.CHANGE_DUMP_MANIFEST,
+                                 "Change Dump", self.tally.fail) as opened:
+                if opened is None:
                     return position
-                with opened:
-                    reached = self._apply(coalesce(_package_changes(package, opened, position),
-                                                   position), partial(self.transfer.unpack, opened))
+                reached = self._apply(coalesce(_package_changes(package, opened, position),
+                                               position), partial(self.transfer.unpack, opened))
             if self.tally.stats["failed"]:
                 return reached
             position = reached

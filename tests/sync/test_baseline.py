@@ -245,6 +245,22 @@ def test_a_zip_slip_package_writes_nothing(client: ResourceSyncClient, local: Lo
         assert state.checkpoint() is None
 
 
+def test_a_change_dump_package_in_a_resource_dump_is_refused(
+        client: ResourceSyncClient, local: LocalDestination, server: SourceServer) -> None:
+    source = ResourceSyncSource(server, resources={"a.txt": b"a"})
+    source.update("a.txt", b"a, changed")
+    source.publish(resource_list=False, change_list=False, resource_dump=True, change_dump=True)
+    changes = server.get_body("/dataset1/changedump-1.zip")
+    dump = Document(Head(md=Metadata(capability="resourcedump", at=AT)), [
+        Entry(server.url("/dataset1/changedump-1.zip"), md=described(changes))])
+    server.put("/dataset1/resourcedump.xml", document_bytes(dump), "application/xml")
+
+    refused = r"changedump-1\.zip: package refused, nothing of it written: .* in a Resource Dump"
+    with pytest.raises(SyncIncompleteError, match=refused):
+        baseline(client, local, source)
+    assert held(local) == {}  # 11.1: a Resource Dump's packages hold Resource Dump Manifests
+
+
 def test_uri_path_tricks_land_inside_under_distinct_keys(
         client: ResourceSyncClient, local: LocalDestination, server: SourceServer,
         tmp_path: Path) -> None:

@@ -175,6 +175,31 @@ def test_a_change_dump_window(client: ResourceSyncClient, destination: Destinati
     assert in_step(client, destination, source)
 
 
+def test_a_corrupt_change_dump_package_writes_nothing_and_the_rerun_applies_it(
+        fragile: ResourceSyncClient, client: ResourceSyncClient, local: LocalDestination,
+        source: ResourceSyncSource, server: SourceServer) -> None:
+    start = baseline(client, local, source)
+    before = held(local)
+    source.update("r10.txt", b"ten, in a package\n")
+    source.create("eleven.txt", b"eleven\n")
+    source.publish(change_list=False, change_dump=True)
+    package = f"{source.prefix}/changedump-1.zip"
+    server.corrupt(package, times=10)
+
+    with pytest.raises(SyncIncompleteError, match=r"changedump-1\.zip: package refused, "
+                                                  r"nothing of it written"):
+        incremental(fragile, local, source, start, method="changedump")
+
+    assert held(local) == before  # 13.1: nothing of a package that fails its hash
+    standing = Checkpoint.from_json(saved_checkpoint(local))  # type: ignore[arg-type]
+    assert standing.position == start.position
+    server.clear_faults()
+    after = incremental(client, local, source, standing, method="changedump")
+    assert after.stats["fetched"] == 2
+    source.publish()  # the audit reads the Resource List
+    assert in_step(client, local, source)
+
+
 def test_a_run_failing_midway_stands_before_the_failure_and_a_rerun_loses_nothing(
         fragile: ResourceSyncClient, client: ResourceSyncClient, local: LocalDestination,
         source: ResourceSyncSource, server: SourceServer) -> None:
