@@ -8,7 +8,9 @@ At the destination, :class:`MirrorState` keeps
   ``lastmod`` when the mirror's copy last changed, ``rs:md`` its hash, length and type, and an
   ``rs:ln rel="via"`` to the origin URI with the origin's hash, length and ``modified`` (14.8).
   The object's key travels in a ``mirror:key`` attribute of ``rs:md`` (:data:`NAMESPACE`);
-- ``changes/<UTC timestamp>.xml``: a Change List (12.1) per run that applied changes;
+- ``changes/<UTC timestamp>.xml``: a Change List (12.1) per run that applied changes, each
+  closed (``until``) where the next begins, and ``changelist.xml``, the Change List Index (12.2)
+  over them that the Capability List points to;
 - ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
   Description (8) that make the mirror a Source others can sync from;
 - ``checkpoint.json``: the last checkpoint, written last: the recovery path when the XCom is gone.
@@ -34,7 +36,17 @@ from ..errors import DocumentError, InvalidValueError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import DigestingWriter, Hashes
-from ..protocol.model import Change, Document, DocumentKind, Entry, Head, Link, Metadata
+from ..protocol.model import (
+    MAX_ENTRIES,
+    Change,
+    Document,
+    DocumentKind,
+    Entry,
+    Head,
+    Link,
+    Metadata,
+    Root,
+)
 from ..protocol.reader import DocumentReader
 from ..protocol.split import write_split
 from ..protocol.writer import document_bytes
@@ -54,6 +66,7 @@ _PUT_BATCH = 256
 __all__ = [
     "CAPABILITY_LIST",
     "CHANGES",
+    "CHANGE_LIST_INDEX",
     "CHECKPOINT",
     "DESCRIPTION",
     "NAMESPACE",
@@ -68,6 +81,7 @@ CAPABILITY_LIST = RESERVED_PREFIX + "capabilitylist.xml"
 DESCRIPTION = RESERVED_PREFIX + "description.xml"
 CHECKPOINT = RESERVED_PREFIX + "checkpoint.json"
 CHANGES = RESERVED_PREFIX + "changes/"
+CHANGE_LIST_INDEX = RESERVED_PREFIX + "changelist.xml"
 #: The namespace of the attribute that names each object's key in the mirror's Resource List.
 NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
 
@@ -259,8 +273,11 @@ class MirrorState(ClosedOnExit):
         :param at: the time of the run (the Resource List's ``at``, the Change List's ``until``).
         :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
             incomplete first run).
-        :param changes: this run's ``(uri, change, datetime)``, for its Change List; each URI
-            is one the state holds or removed since it was loaded.
+        :param changes: this run's ``(uri, change, datetime)``, for its Change List: the
+            datetime is when the mirror's copy changed (as in 14.8's examples; the ``via`` link
+            keeps the Source's ``modified``), and the list runs from the last save, so that the
+            lists follow each other; each URI is one the state holds or removed since it was
+            loaded.
         :raises InvalidValueError: for a naive datetime, a change that is not created, updated
             or deleted, a URI the state never held, or a checkpoint JSON cannot carry; nothing
             is written then.
@@ -284,8 +301,10 @@ class MirrorState(ClosedOnExit):
             self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
         self._write_resource_list(at)
         if window is not None and changelist is not None:
-            start = min(window[0], self._saved_at) if self._saved_at else window[0]
-            self._write_change_list(changelist, start, max(window[1], at))
+            start = self._saved_at or window[0]
+            listed = self._listed_change_lists()
+            self._write_change_index(
+                [*listed, *self._write_change_list(changelist, start, max(window[1], at))])
             self._changelist = changelist
         self._write_document(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -368,15 +387,18 @@ class MirrorState(ClosedOnExit):
 
     def _stage_changes(self, changes: Iterable[tuple[str, str, datetime]]
                        ) -> tuple[datetime, datetime] | None:
-        """Put ``changes`` in SQLite, checked; their first and last datetime, if any."""
+        """Put ``changes`` in SQLite, checked, none before the last save (a clock behind the
+        one that saved); their first and last datetime, if any."""
         seq = 0
+        floor = _micros(self._saved_at, "saved_at") if self._saved_at else -(2**63)
         for batch in _batches(changes):
             rows = []
             for uri, change, when in batch:
                 if change not in _CHANGES:
                     raise InvalidValueError(f"change {change!r} of {uri} is not one of "
                                             f"{', '.join(sorted(_CHANGES))}")
-                rows.append((_micros(when, f"the datetime of {uri}'s change"), seq, uri, change))
+                at = max(_micros(when, f"the datetime of {uri}'s change"), floor)
+                rows.append((at, seq, uri, change))
                 seq += 1
             with self._transaction():
                 self._db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", rows)
@@ -464,11 +486,56 @@ class MirrorState(ClosedOnExit):
             links=(Link(rel="via", href=record.uri, modified=record.lastmod, hash=hashes,
                         length=record.length, type=record.type),))
 
-    def _write_change_list(self, key: str, start: datetime, end: datetime) -> None:
+    def _write_change_list(self, key: str, start: datetime, end: datetime) -> list[Entry]:
+        """This run's Change List, from ``start`` to ``end`` (12.1); its entries in the mirror's
+        Change List Index: the list, or the parts it was split into."""
         head = Head(md=Metadata(capability="changelist", from_=start, until=end),
                     links=(Link(rel="up", href=self.url(self._key(CAPABILITY_LIST))),))
-        self._write_list(head, self._change_entries(), key,
-                         lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
+        written = self._write_list(head, self._change_entries(), key,
+                                   lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
+        if written == {key}:
+            return [Entry(self.url(key), md=Metadata(from_=start, until=end))]
+        with self._reader(key) as parts:
+            return [Entry(part.loc, md=part.md) for part in parts]
+
+    def _write_change_index(self, entries: list[Entry]) -> None:
+        """The Change List Index over ``entries``, every run's Change List in forward
+        chronological order (12.2). Past section 7's 50,000 entries the oldest lists are
+        dropped: a mirror that others sync from keeps the changes of its latest 50,000 runs."""
+        dropped, entries = entries[:-MAX_ENTRIES], entries[-MAX_ENTRIES:]
+        first, last = entries[0].md, entries[-1].md
+        self._write_document(self._key(CHANGE_LIST_INDEX), Head(
+            root=Root.SITEMAPINDEX,
+            md=Metadata(capability="changelist", from_=first.from_ if first else None,
+                        until=last.until if last else None),
+            links=(Link(rel="up", href=self.url(self._key(CAPABILITY_LIST))),)), entries)
+        for entry in dropped:
+            self.destination.delete(self._change_key(entry.loc))
+
+    def _listed_change_lists(self) -> list[Entry]:
+        """The entries of the Change List Index; where it is missing or unreadable (a mirror
+        from before there was one), the Change Lists under ``changes/``, from their heads."""
+        key = self._key(CHANGE_LIST_INDEX)
+        if self.destination.exists(key):
+            try:
+                with self._reader(key) as index:  # each list where it is published now
+                    return [Entry(self.url(self._change_key(entry.loc)), md=entry.md)
+                            for entry in index]
+            except DocumentError:
+                pass
+        listed = []
+        for part in sorted(self.destination.keys(self._key(CHANGES))):
+            with self._reader(part) as reader:
+                md = reader.head.md
+                if not reader.head.is_index and md is not None:
+                    listed.append(Entry(self.url(part), md=Metadata(from_=md.from_,
+                                                                    until=md.until)))
+        return listed
+
+    def _change_key(self, url: str) -> str:
+        """The key of a Change List the index lists, by its name (the base URL may have
+        changed)."""
+        return self._key(CHANGES) + unquote(url.rpartition("/")[2])
 
     def _change_entries(self) -> Iterator[Entry]:
         last: tuple[int, int] = (-(2**63), -1)
@@ -522,7 +589,8 @@ class MirrorState(ClosedOnExit):
         entries = [Entry(self.url(self._key(RESOURCE_LIST)),
                          md=Metadata(capability="resourcelist"))]
         if self._changelist is not None:
-            entries.append(Entry(self.url(self._changelist), md=Metadata(capability="changelist")))
+            entries.append(Entry(self.url(self._key(CHANGE_LIST_INDEX)),
+                                 md=Metadata(capability="changelist")))
         return entries
 
     def _write_document(self, key: str, head: Head, entries: list[Entry]) -> None:

@@ -188,8 +188,9 @@ class _Run:
             if outcome.kind == "failed":
                 failed.append(winner)
             elif outcome.kind in _RECORDED[winner.change is Change.DELETED]:
-                self.applied.append((outcome.uri, winner.change.value,
-                                     winner.entry.change_time or datetime.now(UTC)))
+                # dated when the mirror changed: its Change Lists then follow each other
+                # even when the Source publishes a change late (storage/state.py)
+                self.applied.append((outcome.uri, winner.change.value, datetime.now(UTC)))
         return coalesced.standing(failed)
 
     def _one(self, write: Callable[[Entry], Outcome], winner: Winner) -> tuple[Winner, Outcome]:

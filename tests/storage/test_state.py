@@ -22,11 +22,14 @@ from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import DocumentKind
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.storage import state as state_module
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import (
     CAPABILITY_LIST,
+    CHANGE_LIST_INDEX,
+    CHANGES,
     CHECKPOINT,
     DESCRIPTION,
     RESOURCE_LIST,
@@ -146,7 +149,14 @@ def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
     with MirrorState.load(local) as state:
         for n in range(count):
             state.put(record(n))
-        state.save(at=T0, checkpoint={"n": count})
+        state.save(at=T0, checkpoint={"n": count},
+                   changes=((record(n).uri, "created", T0 + timedelta(microseconds=n))
+                            for n in range(count)))
+    # the run's Change List is split too, and the Change List Index lists its parts (12.2)
+    index, lists = change_lists(local)
+    assert [key for key, _ in lists] == [
+        RESERVED_PREFIX + f"changes/20240102T030405.000000Z-0000{n}.xml" for n in (1, 2)]
+    assert sum(len(document) for _, document in lists) == count
     index = read_document(local.read_bytes(RESOURCE_LIST) or b"")
     assert index.kind is DocumentKind.RESOURCE_LIST_INDEX
     parts = sorted(local.keys(RESERVED_PREFIX + "resourcelist-"))
@@ -224,13 +234,26 @@ def test_unseen_and_removal(destination: Destination) -> None:
         assert [r.uri for r in state.records()] == [record(n).uri for n in (0, 2, 3, 4)]
 
 
-def change_list(destination: Destination) -> tuple[str, Any]:
-    capabilities = read_document(destination.read_bytes(CAPABILITY_LIST) or b"")
-    (entry,) = [e for e in capabilities if e.md is not None and e.md.capability == "changelist"]
-    key = entry.loc[len(destination.url):]
+def published(destination: Destination, url: str) -> tuple[str, Any]:
+    """The key and the document at the mirror's ``url``."""
+    key = url[len(destination.url):]
     if isinstance(destination, LocalDestination):
         key = key.replace("%25", "%")
     return key, read_document(destination.read_bytes(key) or b"")
+
+
+def change_lists(destination: Destination) -> tuple[Any, list[tuple[str, Any]]]:
+    """The Change List Index the Capability List points to, and the lists it points to."""
+    capabilities = read_document(destination.read_bytes(CAPABILITY_LIST) or b"")
+    (entry,) = [e for e in capabilities if e.md is not None and e.md.capability == "changelist"]
+    key, index = published(destination, entry.loc)
+    assert key == CHANGE_LIST_INDEX and index.kind is DocumentKind.CHANGE_LIST_INDEX
+    return index, [published(destination, listed.loc) for listed in index]
+
+
+def change_list(destination: Destination) -> tuple[str, Any]:
+    """The key and document of the latest Change List."""
+    return change_lists(destination)[1][-1]
 
 
 def test_a_change_list_per_run(destination: Destination) -> None:
@@ -245,24 +268,28 @@ def test_a_change_list_per_run(destination: Destination) -> None:
         state.put(record(1, length=50))
         state.remove(record(2).uri)
         state.put(record(3))
-        # out of order, and one change from before the previous run (the Source's time)
+        # out of order, and one change dated before the previous save
         state.save(at=T2, checkpoint={}, changes=[
             (record(3).uri, "created", T1 + timedelta(minutes=5)),
             (record(2).uri, "deleted", T1),
             (record(1).uri, "updated", T0 - timedelta(minutes=1)),
         ])
-        key, document = change_list(destination)
+        index, [(_, first_list), (key, document)] = change_lists(destination)
         assert key == RESERVED_PREFIX + "changes/20240102T050405.000000Z.xml"
-        assert document.head.md.from_ == T0 - timedelta(minutes=1)
-        assert document.head.md.until == T2
+        # 12.2: the lists in forward chronological order, in one index, each from the save
+        # before; a change dated before that save (a clock behind) is dated at it
+        assert (index.head.md.from_, index.head.md.until) == (T0, T2)
+        assert [(e.md.from_, e.md.until) for e in index] == [(T0, T0), (T0, T2)]
+        assert (first_list.head.md.from_, first_list.head.md.until) == (T0, T0)
+        assert (document.head.md.from_, document.head.md.until) == (T0, T2)
         assert [(e.md.change, e.md.datetime) for e in document] == [
-            ("updated", T0 - timedelta(minutes=1)), ("deleted", T1),
-            ("created", T1 + timedelta(minutes=5))]
+            ("updated", T0), ("deleted", T1), ("created", T1 + timedelta(minutes=5))]
         updated, deleted, created = document.entries
         assert updated.loc == destination.object_url(record(1).key)
         assert updated.md.length == 50 and updated.lastmod == T2
         (via,) = updated.links_for("via")
-        assert (via.href, via.length, via.hash) == (record(1).uri, 50, record(1).hashes)
+        assert (via.href, via.length, via.hash, via.modified) == (
+            record(1).uri, 50, record(1).hashes, record(1).lastmod)
         assert deleted.loc == destination.object_url(record(2).key)
         assert deleted.md.hash is None and deleted.links_for("via")[0].href == record(2).uri
         assert created.links_for("via")[0].href == record(3).uri
@@ -270,6 +297,35 @@ def test_a_change_list_per_run(destination: Destination) -> None:
         assert change_list(destination)[0] == key
     assert_documents_validate(destination)
     assert len(list(destination.keys(RESERVED_PREFIX + "changes/"))) == 2
+
+
+def test_a_lost_change_list_index_is_rebuilt_from_the_lists(destination: Destination) -> None:
+    for hour in range(3):
+        with MirrorState.load(destination) as state:
+            state.put(record(hour))
+            state.save(at=T0 + timedelta(hours=hour), checkpoint={},
+                       changes=[(record(hour).uri, "created", T0)])
+        if hour == 1:
+            destination.delete(CHANGE_LIST_INDEX)
+    index, lists = change_lists(destination)
+    assert [(e.md.from_, e.md.until) for e in index] == [(T0, T0), (T0, T1), (T1, T2)]
+    assert [[e.loc for e in document] for _, document in lists] == [
+        [destination.object_url(record(hour).key)] for hour in range(3)]
+    assert_documents_validate(destination)
+
+
+def test_past_the_index_limit_the_oldest_change_lists_go(
+        local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state_module, "MAX_ENTRIES", 2)  # section 7's 50,000, made small
+    for hour in range(3):
+        with MirrorState.load(local) as state:
+            state.put(record(hour))
+            state.save(at=T0 + timedelta(hours=hour), checkpoint={},
+                       changes=[(record(hour).uri, "created", T0)])
+    index, lists = change_lists(local)
+    assert (index.head.md.from_, index.head.md.until) == (T0, T2)
+    assert [key for key, _ in lists] == sorted(local.keys(CHANGES))
+    assert len(lists) == 2 and not local.exists(CHANGES + "20240102T030405.000000Z.xml")
 
 
 def test_refused_saves_write_nothing(local: LocalDestination) -> None:
