@@ -83,20 +83,24 @@ class ResourceSyncBaselineOperator(BaseOperator):
     :param shard_index: the part of the resources this task mirrors, from 0 (templated, so it
         can be mapped with ``expand``).
     :param shard_count: how many parts the resources are split into.
+    :param public_url: the ``http(s)`` URL the destination is published under, for a mirror
+        others sync from (spec 14.8): the mirror's own documents name its resources there
+        (templated); later runs keep it. None: the one saved with the mirror, else the
+        destination's own URLs.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination (None: boto3's default
         credentials).
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
-                                      "shard_index")
+                                      "shard_index", "public_url")
     ui_color = "#d6eaf8"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, method: str = "auto",
                  remove_missing: bool = False, key_prefixes: dict[str, str] | None = None,
                  concurrency: int | None = None, shard_index: int | None = None,
-                 shard_count: int | None = None, aws_conn_id: str | None = "aws_default",
-                 **kwargs: Any) -> None:
+                 shard_count: int | None = None, public_url: str | None = None,
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
         self.destination = destination
@@ -108,6 +112,7 @@ class ResourceSyncBaselineOperator(BaseOperator):
         self.concurrency = concurrency
         self.shard_index = shard_index
         self.shard_count = shard_count
+        self.public_url = public_url
         self.aws_conn_id = aws_conn_id
         if shard_count is None:  # a shard is not the mirror: the combining task announces it
             self.add_outlets(destination_outlets(destination))
@@ -122,7 +127,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
                 capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
                 method=self.method, mapper=KeyMapper(self.key_prefixes),
                 remove_missing=self.remove_missing, shard=shard,
-                concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
+                concurrency=self.concurrency or hook.policy.concurrency_per_host,
+                public_url=self.public_url or None, log=self.log)
         self.log.info("Mirrored %s into %s%s: %s", checkpoint.document, checkpoint.destination,
                       f" (shard {shard})" if shard else "", _stats(checkpoint))
         return checkpoint.to_json()

@@ -51,18 +51,21 @@ class ResourceSyncIncrementalOperator(BaseOperator):
     :param key_prefixes: URI prefix -> key prefix, as given to the baseline (templated).
     :param concurrency: the most resources in progress at once (fewer while more would not be
         faster); None: the connection's concurrency.
+    :param public_url: the URL the destination is published under, as given to the baseline
+        (templated); None: the one saved with the mirror.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "checkpoint",
-                                      "move_to", "key_prefixes")
+                                      "move_to", "key_prefixes", "public_url")
     ui_color = "#d5f5e3"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, checkpoint: Any = None,
                  method: str = "auto", deletes: str = "delete", move_to: str = "deleted/",
                  key_prefixes: dict[str, str] | None = None, concurrency: int | None = None,
-                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
+                 public_url: str | None = None, aws_conn_id: str | None = "aws_default",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
         ConfigurationError.unless_one_of("deletes", deletes, DELETES)
@@ -75,6 +78,7 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         self.move_to = move_to
         self.key_prefixes = key_prefixes
         self.concurrency = concurrency
+        self.public_url = public_url
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(destination))
 
@@ -88,7 +92,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                 capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
                 checkpoint=start, method=self.method, deletes=self.deletes,
                 move_to=self.move_to, mapper=KeyMapper(self.key_prefixes),
-                concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
+                concurrency=self.concurrency or hook.policy.concurrency_per_host,
+                public_url=self.public_url or None, log=self.log)
         return checkpoint.to_json()
 
     def _start(self, context: Context, destination: Destination) -> Checkpoint:

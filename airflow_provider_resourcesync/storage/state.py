@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import DocumentError, InvalidValueError
 from ..protocol.closing import ClosedOnExit
@@ -147,7 +147,8 @@ class MirrorState(ClosedOnExit):
 
     :param destination: where the mirror lives.
     :param public_base_url: the URL the destination is published under (``https://...``), for
-        a mirror others sync from (14.8); by default each ``loc`` is the destination's own URL.
+        a mirror others sync from (14.8); it is saved with the checkpoint and kept by later runs
+        until another is given. Without one, each ``loc`` is the destination's own URL.
     :param location: the key prefix the documents live under: :data:`RESERVED_PREFIX`, or a
         folder below it (a shard of a sharded baseline keeps its own view there).
     """
@@ -159,9 +160,7 @@ class MirrorState(ClosedOnExit):
                                     "or a folder below it, ending with '/'")
         self.destination = destination
         self.location = location
-        if public_base_url is not None and not public_base_url.endswith("/"):
-            public_base_url += "/"
-        self._base = public_base_url
+        self._base = _base_url(public_base_url) if public_base_url is not None else None
         self._db = scratch_database(_SCHEMA, shared=True)
         self._lock = threading.Lock()
         self._puts: dict[str, tuple[Any, ...]] = {}  # records not yet written, by URI
@@ -293,7 +292,7 @@ class MirrorState(ClosedOnExit):
         try:
             record = json.dumps({
                 "version": _VERSION, "saved_at": format_datetime(at),
-                "changelist": changelist, "checkpoint": checkpoint,
+                "changelist": changelist, "checkpoint": checkpoint, "public_url": self._base,
             }, ensure_ascii=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise InvalidValueError(f"the checkpoint cannot be written as JSON: {exc}") from exc
@@ -319,6 +318,15 @@ class MirrorState(ClosedOnExit):
             self._db.execute("DELETE FROM changes")
         self._checkpoint = json.loads(record)["checkpoint"]
         self._saved_at = at
+
+    @property
+    def public_base_url(self) -> str | None:
+        """The URL the destination is published under, given or saved; None if none."""
+        return self._base
+
+    @public_base_url.setter
+    def public_base_url(self, url: str) -> None:
+        self._base = _base_url(url)
 
     def url(self, key: str) -> str:
         """Where the object at ``key`` is published: under ``public_base_url`` if given, else
@@ -452,6 +460,8 @@ class MirrorState(ClosedOnExit):
         self._saved_at = parse_datetime(value["saved_at"])
         self._changelist = value["changelist"]
         self._checkpoint = value["checkpoint"]
+        if self._base is None:
+            self._base = value.get("public_url")
 
     def _part_key(self, entry: Entry, url: str) -> str:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
@@ -626,6 +636,16 @@ def _saved_record(data: bytes, url: str) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError) as exc:
         raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url) from exc
     return value
+
+
+def _base_url(url: str) -> str:
+    """``url`` as a base for keys: an absolute ``http(s)`` URL ending with ``/``."""
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or (
+            parts.query or parts.fragment):
+        raise InvalidValueError(f"public URL {url!r}: expected an http:// or https:// URL with "
+                                "no query, under which the destination's keys are published")
+    return url if url.endswith("/") else url + "/"
 
 
 def _micros(value: datetime | None, what: str = "lastmod") -> int | None:

@@ -51,7 +51,7 @@ METHODS = {"auto": None, "resourcelist": Capability.RESOURCE_LIST,
 def run_baseline(client: ResourceSyncClient, destination: Destination, *,
                  capability_list_url: str, method: str = "auto", mapper: KeyMapper | None = None,
                  remove_missing: bool = False, shard: Shard | None = None, concurrency: int = 16,
-                 log: logging.Logger | None = None) -> Checkpoint:
+                 public_url: str | None = None, log: logging.Logger | None = None) -> Checkpoint:
     """Mirror every resource of the Source (or of ``shard``) into ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -62,6 +62,9 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     :param shard: mirror only this part of the resources; the shard's view of its part is saved
         under :func:`~.combine.shard_location` for :func:`combine_shards`, not as the state.
     :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
+    :param public_url: the URL the destination is published under, for a mirror others sync
+        from (14.8): its documents name their resources there, and later runs keep it; None:
+        the one saved with the mirror, if any (see :class:`MirrorState`).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
     :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
         else was committed and recorded, and re-running converges.
@@ -77,7 +80,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     started = time.monotonic()
     log.info("Baseline from %s %s into %s%s", capability.value, document, destination.url,
              f", shard {shard}" if shard else "")
-    with MirrorState.load(destination) as state:
+    with MirrorState.load(destination, public_base_url=public_url) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
                    concurrency, Tally(log))
         if capability is Capability.RESOURCE_LIST:
@@ -117,7 +120,8 @@ def _save_view(state: MirrorState, shard: Shard, at: datetime,
                checkpoint: dict[str, Any] | None) -> None:
     """Save the shard's complete view of its partition (what it held and kept, and what it
     fetched) where :func:`combine_shards` finds it."""
-    with MirrorState(state.destination, location=shard_location(shard)) as view:
+    with MirrorState(state.destination, location=shard_location(shard),
+                     public_base_url=state.public_base_url) as view:
         for record in state.records():
             if shard.holds(record.uri):
                 view.put(record)

@@ -48,6 +48,8 @@ def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
                     raise ConfigurationError(
                         f"{destination.url}{location} does not hold the view of shard "
                         f"{checkpoint.shard} that its checkpoint describes: re-run that shard")
+                if view.public_base_url is not None:  # the one the shards were given
+                    state.public_base_url = view.public_base_url
                 for record in view.records():
                     state.put(record)
                     state.mark_seen(record.uri)

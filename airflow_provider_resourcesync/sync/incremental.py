@@ -56,7 +56,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
                     capability_list_url: str, checkpoint: Checkpoint, method: str = "auto",
                     deletes: str = "delete", move_to: str = "deleted/",
                     mapper: KeyMapper | None = None, concurrency: int = 16,
-                    log: logging.Logger | None = None) -> Checkpoint:
+                    public_url: str | None = None, log: logging.Logger | None = None
+                    ) -> Checkpoint:
     """Apply the Source's changes after ``checkpoint`` to ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -66,6 +67,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     :param move_to: the key prefix deleted resources move under, for ``deletes="move"``.
     :param mapper: URI -> key mapping; the default layout if None.
     :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
+    :param public_url: the URL the destination is published under (see :func:`run_baseline`);
+        None: the one saved with the mirror, if any.
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
         earliest of them, and re-running converges.
@@ -85,7 +88,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     started = time.monotonic()
     log.info("Changes after %s from %s %s into %s", _where(checkpoint.position),
              capability.value, document, destination.url)
-    with MirrorState.load(destination) as state:
+    with MirrorState.load(destination, public_base_url=public_url) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), deletes,
                    move_to, concurrency, Tally(log, stats=dict.fromkeys(_STATS, 0)))
         if capability is Capability.CHANGE_LIST:

@@ -36,8 +36,14 @@ from airflow_provider_resourcesync.operators.baseline import (
 )
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.operators.next_step import next_step
+from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.state import (
+    CAPABILITY_LIST,
+    CHANGE_LIST_INDEX,
+    RESOURCE_LIST,
+)
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource
@@ -116,6 +122,23 @@ def test_combine_refuses_what_is_not_a_list_of_checkpoints(tmp_path: Path) -> No
                                                 checkpoints="{{ not rendered")
     with pytest.raises(ConfigurationError, match="checkpoints: not JSON nor a Python literal"):
         combine.execute({})
+
+
+def test_a_public_url_names_the_mirrors_resources_and_later_runs_keep_it(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    base = "https://mirror.example.net/data/"
+    baseline = ResourceSyncBaselineOperator(task_id="b", destination=str(tmp_path),
+                                            public_url=base)
+    assert "public_url" in baseline.template_fields
+    checkpoint = baseline.execute({})
+    source.update("item-01.txt", b"changed\n")
+    source.publish()
+    ResourceSyncIncrementalOperator(task_id="i", destination=str(tmp_path),
+                                    checkpoint=checkpoint).execute({})
+    mirror = LocalDestination(tmp_path)
+    for key in (RESOURCE_LIST, CHANGE_LIST_INDEX, CAPABILITY_LIST):
+        document = read_document(mirror.read_bytes(key) or b"")
+        assert document.entries and all(entry.loc.startswith(base) for entry in document), key
 
 
 @pytest.fixture

@@ -126,8 +126,23 @@ def test_public_base_url_for_republishing(local: LocalDestination) -> None:
     # the key's own '%' is escaped: an HTTP server decodes the path back to the key
     assert [e.loc for e in document] == ["https://mirror.example.net/data/https/example.org/a%2520b"]
     assert document.head.up == "https://mirror.example.net/data/" + quote(CAPABILITY_LIST)
-    with MirrorState.load(local) as state:  # the base may change between runs
+    with MirrorState.load(local) as state:  # kept by a later run that names none
         assert list(state.records()) == [item]
+        state.save(at=T1, checkpoint={})
+    assert read_document(local.read_bytes(RESOURCE_LIST) or b"").entries[0].loc.startswith(
+        "https://mirror.example.net/data/")
+    with MirrorState.load(local, public_base_url="http://elsewhere.example/") as state:
+        assert list(state.records()) == [item]  # the base may change between runs
+        state.save(at=T2, checkpoint={})
+    assert read_document(local.read_bytes(RESOURCE_LIST) or b"").entries[0].loc.startswith(
+        "http://elsewhere.example/https/")
+
+
+@pytest.mark.parametrize("url", ["mirror.example.net/data", "ftp://mirror.example.net/",
+                                 "https://mirror.example.net/?page=1", "https:///data/"])
+def test_a_public_url_that_cannot_be_a_base_is_refused(local: LocalDestination, url: str) -> None:
+    with pytest.raises(InvalidValueError, match="public URL"):
+        MirrorState.load(local, public_base_url=url)
 
 
 def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> None:

@@ -4,7 +4,7 @@ applied, the checkpoint chained from run to run, and the mirror equal to the Sou
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,7 @@ import pytest
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import ConfigurationError, SyncIncompleteError
 from airflow_provider_resourcesync.protocol.model import Change
+from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
@@ -253,11 +254,15 @@ def test_the_mirror_records_the_changes_it_applied(
     source.update("r16.txt", b"sixteen\n")
     source.delete("r17.txt")
     source.publish()
+    before = datetime.now(UTC)
     incremental(client, local, source, start)
+    after = datetime.now(UTC)
     [changelist] = local.keys(".resourcesync/changes/")
-    text = local.read_bytes(changelist).decode()  # type: ignore[union-attr]
-    assert text.count("<url>") == 2
-    assert f'change="{Change.UPDATED}"' in text and f'change="{Change.DELETED}"' in text
+    document = read_document(local.read_bytes(changelist) or b"")
+    assert [entry.md.change for entry in document] == [Change.UPDATED, Change.DELETED]
+    # dated when the mirror applied them (14.8's examples), not at the Source's (earlier) times
+    assert all(before <= entry.md.datetime <= after for entry in document)
+    assert document.head.md.until <= after
 
 
 def test_a_checkpoint_of_another_mirror_or_of_one_shard_is_refused(
