@@ -77,7 +77,7 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
                                          shard_count=2)
     assert templated.outlets == shard.outlets == []
     assert set(ResourceSyncBaselineOperator.template_fields) == {
-        "destination", "capability_list_url", "key_prefixes", "shard_index"}
+        "destination", "capability_list_url", "key_prefixes", "shard_index", "public_url"}
 
 
 @pytest.mark.parametrize("make", [
@@ -129,7 +129,7 @@ def test_a_public_url_names_the_mirrors_resources_and_later_runs_keep_it(
     base = "https://mirror.example.net/data/"
     baseline = ResourceSyncBaselineOperator(task_id="b", destination=str(tmp_path),
                                             public_url=base)
-    assert "public_url" in baseline.template_fields
+    assert "public_url" in ResourceSyncIncrementalOperator.template_fields
     checkpoint = baseline.execute({})
     source.update("item-01.txt", b"changed\n")
     source.publish()
