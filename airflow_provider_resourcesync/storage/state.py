@@ -8,9 +8,9 @@ At the destination, :class:`MirrorState` keeps
   ``lastmod`` when the mirror's copy last changed, ``rs:md`` its hash, length and type, and an
   ``rs:ln rel="via"`` to the origin URI with the origin's hash, length and ``modified`` (14.8).
   The object's key travels in a ``mirror:key`` attribute of ``rs:md`` (:data:`NAMESPACE`);
-- ``changes/<UTC timestamp>.xml``: a Change List (12.1) per run that applied changes, each
-  closed (``until``) where the next begins, and ``changelist.xml``, the Change List Index (12.2)
-  over them that the Capability List points to;
+- ``changes/<UTC timestamp>.xml``: a Change List (12.1) per save that found the mirror changed
+  (every save but the first), from the save before, and ``changelist.xml``, the Change List
+  Index (12.2) over them that the Capability List points to (see :meth:`MirrorState.save`);
 - ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
   Description (8) that make the mirror a Source others can sync from;
 - ``checkpoint.json``: the last checkpoint, written last: the recovery path when the XCom is gone.
@@ -92,29 +92,29 @@ _XML = "application/xml"
 _VERSION = 1
 _BATCH = 5_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_CHANGES = frozenset(change.value for change in Change)
 
 _SCHEMA = """
 CREATE TABLE records (
     uri TEXT PRIMARY KEY, key TEXT NOT NULL, length INTEGER NOT NULL, hash TEXT NOT NULL,
     lastmod INTEGER, type TEXT,
     stored INTEGER,                   -- when the mirror's copy changed; NULL: since the last save
-    seen INTEGER NOT NULL DEFAULT 0
+    seen INTEGER NOT NULL DEFAULT 0,
+    changed INTEGER,                  -- when this run changed it (the mirror's clock), or NULL
+    fresh INTEGER NOT NULL DEFAULT 0  -- 1: not held at the last save
 ) WITHOUT ROWID;
-CREATE TABLE removed (uri TEXT PRIMARY KEY, key TEXT NOT NULL) WITHOUT ROWID;
-CREATE TABLE changes (
-    at INTEGER NOT NULL, seq INTEGER NOT NULL, uri TEXT NOT NULL, change TEXT NOT NULL,
-    PRIMARY KEY (at, seq)
-) WITHOUT ROWID;
+CREATE INDEX records_changed ON records (changed, uri) WHERE changed IS NOT NULL;
+CREATE TABLE removed (uri TEXT PRIMARY KEY, key TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
+CREATE INDEX removed_at ON removed (at, uri);
 """
 _COLUMNS = "uri, key, length, hash, lastmod, type, stored"
+_SAME = """(key, length, hash, lastmod, type)
+    IS (excluded.key, excluded.length, excluded.hash, excluded.lastmod, excluded.type)"""
 _PUT = f"""
-INSERT INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)
+INSERT INTO records (uri, key, length, hash, lastmod, type, changed, fresh)
+VALUES (?, ?, ?, ?, ?, ?, ?, 1)
 ON CONFLICT (uri) DO UPDATE SET
-    stored = CASE WHEN (key, length, hash, lastmod, type)
-                    IS (excluded.key, excluded.length, excluded.hash, excluded.lastmod,
-                        excluded.type)
-             THEN stored ELSE excluded.stored END,
+    stored = CASE WHEN {_SAME} THEN stored END,
+    changed = CASE WHEN {_SAME} THEN changed ELSE excluded.changed END,
     key = excluded.key, length = excluded.length, hash = excluded.hash,
     lastmod = excluded.lastmod, type = excluded.type
 """
@@ -151,16 +151,19 @@ class MirrorState(ClosedOnExit):
         until another is given. Without one, each ``loc`` is the destination's own URL.
     :param location: the key prefix the documents live under: :data:`RESERVED_PREFIX`, or a
         folder below it (a shard of a sharded baseline keeps its own view there).
+    :param clock: the mirror's clock, which dates its changes (tests give their own).
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
-                 location: str = RESERVED_PREFIX) -> None:
+                 location: str = RESERVED_PREFIX,
+                 clock: Callable[[], datetime] | None = None) -> None:
         if not location.startswith(RESERVED_PREFIX) or not location.endswith("/"):
             raise InvalidValueError(f"state location {location!r} must be {RESERVED_PREFIX!r} "
                                     "or a folder below it, ending with '/'")
         self.destination = destination
         self.location = location
         self._base = _base_url(public_base_url) if public_base_url is not None else None
+        self._clock = clock or _now
         self._db = scratch_database(_SCHEMA, shared=True)
         self._lock = threading.Lock()
         self._puts: dict[str, tuple[Any, ...]] = {}  # records not yet written, by URI
@@ -173,14 +176,15 @@ class MirrorState(ClosedOnExit):
 
     @classmethod
     def load(cls, destination: Destination, *, public_base_url: str | None = None,
-             location: str = RESERVED_PREFIX) -> MirrorState:
+             location: str = RESERVED_PREFIX,
+             clock: Callable[[], datetime] | None = None) -> MirrorState:
         """The state recorded at ``destination`` under ``location`` (empty if none), streamed
         into SQLite.
 
         :raises DocumentError: if a stored document cannot be read or was not written by us.
         :raises DestinationError: if the destination cannot be read.
         """
-        state = cls(destination, public_base_url=public_base_url, location=location)
+        state = cls(destination, public_base_url=public_base_url, location=location, clock=clock)
         try:
             state._load()
         except BaseException:
@@ -197,9 +201,10 @@ class MirrorState(ClosedOnExit):
         return _record(row) if row is not None else None
 
     def put(self, record: ObjectRecord) -> None:
-        """Record an object (replacing what was recorded for its URI). Records are written in
-        batches of :data:`_PUT_BATCH`; every read sees them all."""
-        row = _row(record)
+        """Record an object (replacing what was recorded for its URI), now by the mirror's
+        clock if it changed. Records are written in batches of :data:`_PUT_BATCH`; every read
+        sees them all."""
+        row = (*_row(record)[:6], _micros(self._clock(), "the clock's time"))
         with self._lock:
             self._puts[record.uri] = row
             if len(self._puts) >= _PUT_BATCH:
@@ -207,10 +212,11 @@ class MirrorState(ClosedOnExit):
 
     def remove(self, uri: str) -> None:
         """Forget the object of ``uri`` (its key is kept for this run's Change List)."""
+        now = _micros(self._clock(), "the clock's time")
         with self._transaction():
             self._removals += 1
-            self._db.execute("INSERT OR REPLACE INTO removed SELECT uri, key FROM records "
-                             "WHERE uri = ?", (uri,))
+            self._db.execute("INSERT OR REPLACE INTO removed SELECT uri, key, ? FROM records "
+                             "WHERE uri = ?", (now, uri))
             self._db.execute("DELETE FROM records WHERE uri = ?", (uri,))
 
     def __len__(self) -> int:
@@ -265,33 +271,38 @@ class MirrorState(ClosedOnExit):
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, *, at: datetime, checkpoint: dict[str, Any] | None,
-             changes: Iterable[tuple[str, str, datetime]] = ()) -> None:
+    def save(self, *, at: datetime, checkpoint: dict[str, Any] | None) -> None:
         """Write the mirror's documents, then ``checkpoint.json``.
 
-        :param at: the time of the run (the Resource List's ``at``, the Change List's ``until``).
+        Past the first save, what changed since the last one (objects recorded anew or with
+        another description, objects removed) goes in a Change List of its own (12.1), listed
+        in the mirror's Change List Index (12.2): each change dated when the mirror made it, by
+        its clock (as in 14.8's examples; the ``via`` link keeps the Source's ``modified``),
+        each list from the save before to this one, so the lists follow each other and a
+        Destination of the mirror misses none of its changes, whichever run made them.
+
+        :param at: the Resource List's ``at``: when the Source's snapshot was taken.
         :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
             incomplete first run).
-        :param changes: this run's ``(uri, change, datetime)``, for its Change List: the
-            datetime is when the mirror's copy changed (as in 14.8's examples; the ``via`` link
-            keeps the Source's ``modified``), and the list runs from the last save, so that the
-            lists follow each other; each URI is one the state holds or removed since it was
-            loaded.
-        :raises InvalidValueError: for a naive datetime, a change that is not created, updated
-            or deleted, a URI the state never held, or a checkpoint JSON cannot carry; nothing
-            is written then.
+        :raises InvalidValueError: for a naive ``at`` or a checkpoint JSON cannot carry;
+            nothing is written then.
         """
         stamp = _micros(at, "at")
+        now = self._clock()
+        if self._saved_at is not None:
+            now = max(now, self._saved_at)  # a clock behind the one that saved before
         with self._database():
-            self._db.execute("DELETE FROM changes")
-        window = self._stage_changes(changes)
+            last = self._db.execute(
+                "SELECT max(t) FROM (SELECT max(changed) AS t FROM records "
+                "UNION ALL SELECT max(at) FROM removed)").fetchone()[0]
+        changed = self._saved_at is not None and last is not None
         changelist = self._changelist
-        if window is not None:
-            stamp_name = at.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        if changed:
+            stamp_name = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             changelist = f"{self._key(CHANGES)}{stamp_name}.xml"
         try:
             record = json.dumps({
-                "version": _VERSION, "saved_at": format_datetime(at),
+                "version": _VERSION, "saved_at": format_datetime(now),
                 "changelist": changelist, "checkpoint": checkpoint, "public_url": self._base,
             }, ensure_ascii=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
@@ -299,11 +310,11 @@ class MirrorState(ClosedOnExit):
         with self._transaction():
             self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
         self._write_resource_list(at)
-        if window is not None and changelist is not None:
-            start = self._saved_at or window[0]
+        if changed and changelist is not None and self._saved_at is not None:
             listed = self._listed_change_lists()
+            until = max(now, _datetime(last))  # type: ignore[type-var]
             self._write_change_index(
-                [*listed, *self._write_change_list(changelist, start, max(window[1], at))])
+                [*listed, *self._write_change_list(changelist, self._saved_at, until)])
             self._changelist = changelist
         self._write_document(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -314,10 +325,11 @@ class MirrorState(ClosedOnExit):
             Entry(self.url(self._key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
         self.destination.write_bytes(self._key(CHECKPOINT), record.encode(), "application/json")
         with self._transaction():
+            self._db.execute("UPDATE records SET changed = NULL, fresh = 0 "
+                             "WHERE changed IS NOT NULL OR fresh = 1")
             self._db.execute("DELETE FROM removed")
-            self._db.execute("DELETE FROM changes")
         self._checkpoint = json.loads(record)["checkpoint"]
-        self._saved_at = at
+        self._saved_at = now
 
     @property
     def public_base_url(self) -> str | None:
@@ -392,33 +404,6 @@ class MirrorState(ClosedOnExit):
             if len(rows) < page:
                 return
             last = rows[-1][0]
-
-    def _stage_changes(self, changes: Iterable[tuple[str, str, datetime]]
-                       ) -> tuple[datetime, datetime] | None:
-        """Put ``changes`` in SQLite, checked, none before the last save (a clock behind the
-        one that saved); their first and last datetime, if any."""
-        seq = 0
-        floor = _micros(self._saved_at, "saved_at") if self._saved_at else -(2**63)
-        for batch in _batches(changes):
-            rows = []
-            for uri, change, when in batch:
-                if change not in _CHANGES:
-                    raise InvalidValueError(f"change {change!r} of {uri} is not one of "
-                                            f"{', '.join(sorted(_CHANGES))}")
-                at = max(_micros(when, f"the datetime of {uri}'s change"), floor)
-                rows.append((at, seq, uri, change))
-                seq += 1
-            with self._transaction():
-                self._db.executemany("INSERT INTO changes VALUES (?, ?, ?, ?)", rows)
-        with self._database():
-            unknown = self._db.execute(
-                "SELECT uri FROM changes WHERE uri NOT IN (SELECT uri FROM records) "
-                "AND uri NOT IN (SELECT uri FROM removed) LIMIT 1").fetchone()
-            first, last = self._db.execute("SELECT min(at), max(at) FROM changes").fetchone()
-        if unknown is not None:
-            raise InvalidValueError(f"a change of {unknown[0]}, which the mirror neither holds "
-                                    "nor removed in this run")
-        return None if first is None else (_datetime(first), _datetime(last))
 
     def _insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
         for batch in _batches(rows):
@@ -501,7 +486,7 @@ class MirrorState(ClosedOnExit):
         Change List Index: the list, or the parts it was split into."""
         head = Head(md=Metadata(capability="changelist", from_=start, until=end),
                     links=(Link(rel="up", href=self.url(self._key(CAPABILITY_LIST))),))
-        written = self._write_list(head, self._change_entries(), key,
+        written = self._write_list(head, self._change_entries(start), key,
                                    lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
         if written == {key}:
             return [Entry(self.url(key), md=Metadata(from_=start, until=end))]
@@ -547,21 +532,25 @@ class MirrorState(ClosedOnExit):
         changed)."""
         return self._key(CHANGES) + unquote(url.rpartition("/")[2])
 
-    def _change_entries(self) -> Iterator[Entry]:
-        last: tuple[int, int] = (-(2**63), -1)
-        query = ("SELECT c.at, c.seq, c.uri, c.change, coalesce(r.key, d.key), r.length, "
-                 "r.hash, r.lastmod, r.type, r.stored FROM changes c "
-                 "LEFT JOIN records r ON r.uri = c.uri LEFT JOIN removed d ON d.uri = c.uri "
-                 "WHERE (c.at, c.seq) > (?, ?) ORDER BY c.at, c.seq LIMIT ?")
+    def _change_entries(self, start: datetime) -> Iterator[Entry]:
+        """What changed since the last save, in the order the mirror changed it (none dated
+        before ``start``), a page at a time."""
+        floor = _micros(start, "start")
+        last: tuple[int, str] = (-(2**63), "")
+        query = ("SELECT changed AS t, uri, CASE fresh WHEN 1 THEN 'created' ELSE 'updated' END, "
+                 "key, length, hash, lastmod, type, stored FROM records "
+                 "WHERE changed IS NOT NULL AND (changed, uri) > (?, ?) UNION ALL "
+                 "SELECT at, uri, 'deleted', key, NULL, NULL, NULL, NULL, NULL FROM removed "
+                 "WHERE (at, uri) > (?, ?) ORDER BY 1, 2 LIMIT ?")
         while True:
             with self._database():
-                rows = self._db.execute(query, (*last, 1_000)).fetchall()
-            for when, _, uri, change, key, length, hash_, lastmod, type_, stored in rows:
-                held = length is not None and change != Change.DELETED
+                rows = self._db.execute(query, (*last, *last, 1_000)).fetchall()
+            for when, uri, change, key, length, hash_, lastmod, type_, stored in rows:
+                held = change != Change.DELETED
                 hashes = (Hashes.parse(hash_) or None) if held else None
                 yield Entry(
                     self.url(key), lastmod=_datetime(stored) if held else None,
-                    md=Metadata(change=change, datetime=_datetime(when), hash=hashes,
+                    md=Metadata(change=change, datetime=_datetime(max(when, floor)), hash=hashes,
                                 length=length if held else None, type=type_ if held else None),
                     links=(Link(rel="via", href=uri, modified=_datetime(lastmod) if held else None,
                                 hash=hashes, length=length if held else None,
@@ -646,6 +635,10 @@ def _base_url(url: str) -> str:
         raise InvalidValueError(f"public URL {url!r}: expected an http:// or https:// URL with "
                                 "no query, under which the destination's keys are published")
     return url if url.endswith("/") else url + "/"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _micros(value: datetime | None, what: str = "lastmod") -> int | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 
@@ -98,7 +98,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
         stats = run.tally.stats
         new = Checkpoint("incremental", capability_list_url, document, destination.url,
                          standing.time, standing, None, dict(stats))
-        state.save(at=datetime.now(UTC), checkpoint=new.to_json(), changes=run.applied)
+        state.save(at=datetime.now(UTC), checkpoint=new.to_json())
     log.info("Changes from %s applied in %.1f s, now at %s: %s", document,
              time.monotonic() - started, _where(standing),
              ", ".join(f"{value} {name}" for name, value in stats.items()))
@@ -106,8 +106,6 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     return new
 
 
-#: The outcomes the mirror's own Change List records, for other changes and for deletes.
-_RECORDED = {False: ("fetched", "unchanged"), True: ("removed",)}
 _STATS = ("changes", "resources", "fetched", "unchanged", "removed", "kept", "failed", "bytes")
 
 
@@ -139,8 +137,8 @@ def _where(position: ChangePosition) -> str:
 
 @dataclass
 class _Run:
-    """One incremental run's work: changes in, outcomes counted, applied changes kept for the
-    mirror's own Change List."""
+    """One incremental run's work: changes in, outcomes counted (the mirror's state records
+    what changed, for the mirror's own Change List)."""
 
     client: ResourceSyncClient
     transfer: Transfer
@@ -148,7 +146,6 @@ class _Run:
     move_to: str
     concurrency: int
     tally: Tally
-    applied: list[tuple[str, str, datetime]] = field(default_factory=list)
 
     def from_change_list(self, url: str, position: ChangePosition) -> ChangePosition:
         """Every change after ``position`` in a Change List or across its index (12.1, 12.2)."""
@@ -190,10 +187,6 @@ class _Run:
             self.tally.count(outcome)
             if outcome.kind == "failed":
                 failed.append(winner)
-            elif outcome.kind in _RECORDED[winner.change is Change.DELETED]:
-                # dated when the mirror changed: its Change Lists then follow each other
-                # even when the Source publishes a change late (storage/state.py)
-                self.applied.append((outcome.uri, winner.change.value, datetime.now(UTC)))
         return coalesced.standing(failed)
 
     def _one(self, write: Callable[[Entry], Outcome], winner: Winner) -> tuple[Winner, Outcome]:

@@ -41,6 +41,7 @@ from airflow_provider_resourcesync.storage.state import (
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 T1 = T0 + timedelta(hours=1)
 T2 = T0 + timedelta(hours=2)
+US = timedelta(microseconds=1)
 
 
 def record(n: int, *, length: int | None = None) -> ObjectRecord:
@@ -161,16 +162,15 @@ def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> No
 def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
         local: LocalDestination) -> None:
     count = 60_000
-    with MirrorState.load(local) as state:
+    clock = Clock(T0)
+    with MirrorState.load(local, clock=clock) as state:
+        state.save(at=T0, checkpoint={})  # the first save: no Change List
         for n in range(count):
             state.put(record(n))
-        state.save(at=T0, checkpoint={"n": count},
-                   changes=((record(n).uri, "created", T0 + timedelta(microseconds=n))
-                            for n in range(count)))
+        state.save(at=T0, checkpoint={"n": count})
     # the run's Change List is split too, and the Change List Index lists its parts (12.2)
     index, lists = change_lists(local)
-    assert [key for key, _ in lists] == [
-        RESERVED_PREFIX + f"changes/20240102T030405.000000Z-0000{n}.xml" for n in (1, 2)]
+    assert [key for key, _ in lists] == [stamp(clock.now)[:-4] + f"-0000{n}.xml" for n in (1, 2)]
     assert sum(len(document) for _, document in lists) == count
     index = read_document(local.read_bytes(RESOURCE_LIST) or b"")
     assert index.kind is DocumentKind.RESOURCE_LIST_INDEX
@@ -217,14 +217,15 @@ def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
 def test_checkpoint_round_trip_and_file(destination: Destination) -> None:
     checkpoint = {"version": 1, "position": {"at": "2024-01-02T03:04:05Z", "done": 3},
                   "list": "https://example.org/changelist.xml", "ü": None}
-    with MirrorState.load(destination) as state:
+    clock = Clock(T1)
+    with MirrorState.load(destination, clock=clock) as state:
         state.save(at=T0, checkpoint=checkpoint)
         assert state.checkpoint() == checkpoint
     with MirrorState.load(destination) as state:
         assert state.checkpoint() == checkpoint
     stored = json.loads(destination.read_bytes(CHECKPOINT) or b"")
     assert stored["checkpoint"] == checkpoint
-    assert stored["saved_at"] == "2024-01-02T03:04:05Z"
+    assert stored["saved_at"] == "2024-01-02T04:04:05.000001Z"  # by the mirror's clock
 
 
 def test_unseen_and_removal(destination: Destination) -> None:
@@ -243,8 +244,7 @@ def test_unseen_and_removal(destination: Destination) -> None:
         assert list(state.unseen()) == []
         assert state.get(record(1).uri) is None and len(state) == 4
         assert list(state.uris_not_in([])) == [record(n).uri for n in (0, 2, 3, 4)]
-        state.save(at=T1, checkpoint={}, changes=[
-            (record(1).uri, "deleted", T1), (record(5).uri, "deleted", T1)])
+        state.save(at=T1, checkpoint={})
     with MirrorState.load(destination) as state:
         assert [r.uri for r in state.records()] == [record(n).uri for n in (0, 2, 3, 4)]
 
@@ -271,35 +271,47 @@ def change_list(destination: Destination) -> tuple[str, Any]:
     return change_lists(destination)[1][-1]
 
 
-def test_a_change_list_per_run(destination: Destination) -> None:
-    with MirrorState.load(destination) as state:
+class Clock:
+    """The mirror's clock in these tests: ``now``, a microsecond later at each reading."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        self.now += US
+        return self.now
+
+
+def stamp(when: datetime) -> str:
+    return CHANGES + when.strftime("%Y%m%dT%H%M%S.%fZ") + ".xml"
+
+
+def test_a_change_list_per_run_after_the_first(destination: Destination) -> None:
+    clock = Clock(T0)
+    with MirrorState.load(destination, clock=clock) as state:
         state.put(record(1))
         state.put(record(2))
-        state.save(at=T0, checkpoint={}, changes=[(record(2).uri, "created", T0),
-                                                  (record(1).uri, "created", T0)])
-        first, _ = change_list(destination)
-        assert first == RESERVED_PREFIX + "changes/20240102T030405.000000Z.xml"
-    with MirrorState.load(destination) as state:
+        state.save(at=T0, checkpoint={})  # the first save: its Resource List is the baseline
+    first = clock.now
+    assert list(destination.keys(CHANGES)) == [] and not destination.exists(CHANGE_LIST_INDEX)
+    clock.now = T1
+    with MirrorState.load(destination, clock=clock) as state:
         state.put(record(1, length=50))
         state.remove(record(2).uri)
         state.put(record(3))
-        # out of order, and one change dated before the previous save
-        state.save(at=T2, checkpoint={}, changes=[
-            (record(3).uri, "created", T1 + timedelta(minutes=5)),
-            (record(2).uri, "deleted", T1),
-            (record(1).uri, "updated", T0 - timedelta(minutes=1)),
-        ])
-        index, [(_, first_list), (key, document)] = change_lists(destination)
-        assert key == RESERVED_PREFIX + "changes/20240102T050405.000000Z.xml"
-        # 12.2: the lists in forward chronological order, in one index, each from the save
-        # before; a change dated before that save (a clock behind) is dated at it
-        assert (index.head.md.from_, index.head.md.until) == (T0, T2)
-        assert [(e.md.from_, e.md.until) for e in index] == [(T0, T0), (T0, T2)]
-        assert (first_list.head.md.from_, first_list.head.md.until) == (T0, T0)
-        assert (document.head.md.from_, document.head.md.until) == (T0, T2)
+        state.put(record(1, length=50))  # the same again: no change
+        state.put(record(4))
+        state.remove(record(4).uri)  # created and deleted in one run: a delete
+        state.save(at=T2, checkpoint={})
+        second = clock.now
+        key, document = change_list(destination)
+        assert key == stamp(second)
+        assert (document.head.md.from_, document.head.md.until) == (first, second)
+        # in the order the mirror changed, dated by its clock (14.8's examples)
         assert [(e.md.change, e.md.datetime) for e in document] == [
-            ("updated", T0), ("deleted", T1), ("created", T1 + timedelta(minutes=5))]
-        updated, deleted, created = document.entries
+            ("updated", T1 + US), ("deleted", T1 + 2 * US), ("created", T1 + 3 * US),
+            ("deleted", T1 + 6 * US)]
+        updated, deleted, created, _ = document.entries
         assert updated.loc == destination.object_url(record(1).key)
         assert updated.md.length == 50 and updated.lastmod == T2
         (via,) = updated.links_for("via")
@@ -310,37 +322,49 @@ def test_a_change_list_per_run(destination: Destination) -> None:
         assert created.links_for("via")[0].href == record(3).uri
         state.save(at=T2 + timedelta(hours=1), checkpoint={})  # no changes: no new list
         assert change_list(destination)[0] == key
+    clock.now = T2
+    with MirrorState.load(destination, clock=clock) as state:
+        state.put(record(5))
+        state.save(at=T2, checkpoint={})
+    index, lists = change_lists(destination)
+    # 12.2: the lists in forward chronological order, each from the save before
+    assert [key for key, _ in lists] == [key, stamp(clock.now)]
+    assert [(e.md.from_, e.md.until) for e in index] == [
+        (first, second), (second + US, clock.now)]  # from the save that changed nothing
+    assert (index.head.md.from_, index.head.md.until) == (first, clock.now)
     assert_documents_validate(destination)
-    assert len(list(destination.keys(RESERVED_PREFIX + "changes/"))) == 2
+
+
+def runs_of_one_change(destination: Destination, runs: int) -> Clock:
+    """A first save, then ``runs`` saves of one created resource each, an hour apart."""
+    clock = Clock(T0)
+    for hour in range(runs + 1):
+        clock.now = T0 + timedelta(hours=hour)
+        with MirrorState.load(destination, clock=clock) as state:
+            state.put(record(hour))
+            state.save(at=T0, checkpoint={})
+    return clock
 
 
 def test_a_lost_change_list_index_is_rebuilt_from_the_lists(destination: Destination) -> None:
-    for hour in range(3):
-        with MirrorState.load(destination) as state:
-            state.put(record(hour))
-            state.save(at=T0 + timedelta(hours=hour), checkpoint={},
-                       changes=[(record(hour).uri, "created", T0)])
-        if hour == 1:
-            destination.delete(CHANGE_LIST_INDEX)
-    index, lists = change_lists(destination)
-    assert [(e.md.from_, e.md.until) for e in index] == [(T0, T0), (T0, T1), (T1, T2)]
+    runs_of_one_change(destination, 2)
+    destination.delete(CHANGE_LIST_INDEX)
+    runs_of_one_change(destination, 3)  # the same first save and runs, and one more
+    _, lists = change_lists(destination)
+    assert [key for key, _ in lists] == sorted(destination.keys(CHANGES))
     assert [[e.loc for e in document] for _, document in lists] == [
-        [destination.object_url(record(hour).key)] for hour in range(3)]
+        [destination.object_url(record(hour).key)] for hour in (1, 2, 3)]
     assert_documents_validate(destination)
 
 
 def test_past_the_index_limit_the_oldest_change_lists_go(
         local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state_module, "MAX_ENTRIES", 2)  # section 7's 50,000, made small
-    for hour in range(3):
-        with MirrorState.load(local) as state:
-            state.put(record(hour))
-            state.save(at=T0 + timedelta(hours=hour), checkpoint={},
-                       changes=[(record(hour).uri, "created", T0)])
-    index, lists = change_lists(local)
-    assert (index.head.md.from_, index.head.md.until) == (T0, T2)
+    runs_of_one_change(local, 3)
+    _, lists = change_lists(local)
     assert [key for key, _ in lists] == sorted(local.keys(CHANGES))
-    assert len(lists) == 2 and not local.exists(CHANGES + "20240102T030405.000000Z.xml")
+    assert [[e.loc for e in document] for _, document in lists] == [
+        [local.object_url(record(hour).key)] for hour in (2, 3)]
 
 
 def test_refused_saves_write_nothing(local: LocalDestination) -> None:
@@ -348,11 +372,8 @@ def test_refused_saves_write_nothing(local: LocalDestination) -> None:
         state.put(record(1))
         state.save(at=T0, checkpoint={"a": 1})
         before = dict(documents(local))
-        for changes in ([("https://example.org/never-held", "deleted", T1)],
-                        [(record(1).uri, "moved", T1)],
-                        [(record(1).uri, "updated", T1.replace(tzinfo=None))]):
-            with pytest.raises(InvalidValueError):
-                state.save(at=T1, checkpoint={"a": 2}, changes=changes)
+        with pytest.raises(InvalidValueError, match="time zone"):
+            state.save(at=T1.replace(tzinfo=None), checkpoint={"a": 2})
         with pytest.raises(InvalidValueError, match="JSON"):
             state.save(at=T1, checkpoint={"a": object()})
         with pytest.raises(InvalidValueError):
@@ -396,7 +417,7 @@ def test_records_held_back_for_batching_are_seen_by_every_read(local: LocalDesti
         state.put(record(599))
         state.remove(record(599).uri)
         assert [r.uri for r in state.records()][-2:] == [record(597).uri, record(598).uri]
-        state.save(at=T0, checkpoint={}, changes=[(record(5).uri, "updated", T0)])
+        state.save(at=T0, checkpoint={})
     with MirrorState.load(local) as state:
         assert len(state) == 599
         assert state.get(record(5).uri) == record(5, length=55)

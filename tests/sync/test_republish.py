@@ -1,5 +1,6 @@
 """A mirror others sync from (spec 14.8): its own documents, published over HTTP, carry a
-Destination of the mirror through every run of the mirror, not only the latest."""
+Destination of the mirror through every run of the mirror, not only the latest, and through
+the changes a baseline makes as well as an incremental run's."""
 
 from __future__ import annotations
 
@@ -82,4 +83,16 @@ def test_a_destination_of_the_mirror_misses_no_run_of_it(
         standing = run_incremental(reader, downstream, checkpoint=standing,
                                    capability_list_url=capability_list)
         assert standing.stats["fetched"] == 1 and standing.stats["removed"] == 0
+        assert held(downstream) == as_published(source.state(), base)
+
+        # a baseline of the mirror again (a Source without Change Lists, say) changes it too
+        source.update("r05.txt", b"five, changed\n")
+        source.delete("r06.txt")
+        source.publish()
+        run_baseline(client, upstream, capability_list_url=source.capability_list_url,
+                     remove_missing=True)
+        publish(upstream, web, "/mirror/", served)
+        standing = run_incremental(reader, downstream, checkpoint=standing,
+                                   capability_list_url=capability_list)
+        assert standing.stats["fetched"] == 1 and standing.stats["removed"] == 1
         assert held(downstream) == as_published(source.state(), base)
