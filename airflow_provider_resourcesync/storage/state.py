@@ -271,8 +271,10 @@ class MirrorState(ClosedOnExit):
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, *, at: datetime, checkpoint: dict[str, Any] | None) -> None:
-        """Write the mirror's documents, then ``checkpoint.json``.
+    def save(self, *, checkpoint: dict[str, Any] | None) -> None:
+        """Write the mirror's documents, then ``checkpoint.json``, as of now by the mirror's
+        clock: the Resource List's ``at``, and the ``lastmod`` of what changed since the last
+        save.
 
         Past the first save, what changed since the last one (objects recorded anew or with
         another description, objects removed) goes in a Change List of its own (12.1), listed
@@ -281,16 +283,17 @@ class MirrorState(ClosedOnExit):
         each list from the save before to this one, so the lists follow each other and a
         Destination of the mirror misses none of its changes, whichever run made them.
 
-        :param at: the Resource List's ``at``: when the Source's snapshot was taken.
+        Dating the Resource List by the mirror's clock, not the Source's, is what lets a
+        Destination of the mirror go from its ``at`` to the first Change List with no gap.
+
         :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
             incomplete first run).
-        :raises InvalidValueError: for a naive ``at`` or a checkpoint JSON cannot carry;
-            nothing is written then.
+        :raises InvalidValueError: for a checkpoint JSON cannot carry; nothing is written then.
         """
-        stamp = _micros(at, "at")
         now = self._clock()
         if self._saved_at is not None:
             now = max(now, self._saved_at)  # a clock behind the one that saved before
+        stamp = _micros(now, "the clock's time")
         with self._database():
             last = self._db.execute(
                 "SELECT max(t) FROM (SELECT max(changed) AS t FROM records "
@@ -309,7 +312,7 @@ class MirrorState(ClosedOnExit):
             raise InvalidValueError(f"the checkpoint cannot be written as JSON: {exc}") from exc
         with self._transaction():
             self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
-        self._write_resource_list(at)
+        self._write_resource_list(now)
         if changed and changelist is not None and self._saved_at is not None:
             listed = self._listed_change_lists()
             until = max(now, _datetime(last))  # type: ignore[type-var]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -238,7 +237,7 @@ class _Auditor:
             if self._remove(uri, key):
                 self.book.forget("extra", uri)
                 repaired += 1
-        self.state.save(at=datetime.now(UTC), checkpoint=self.state.checkpoint())
+        self.state.save(checkpoint=self.state.checkpoint())
         return repaired
 
     def _refetch(self, client: ResourceSyncClient, transfer: Transfer,

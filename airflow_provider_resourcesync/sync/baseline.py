@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -92,11 +92,10 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         checkpoint = _checkpoint(capability_list_url, document, destination, at, shard,
                                  run.tally.stats, log)
         kept = checkpoint.to_json() if not run.tally.stats["failed"] else None
-        saved_at = at or datetime.now(UTC)
         if shard is None:
-            state.save(at=saved_at, checkpoint=kept or state.checkpoint())
+            state.save(checkpoint=kept or state.checkpoint())
         else:
-            _save_view(state, shard, saved_at, kept)
+            _save_view(state, shard, kept)
     stats, elapsed = run.tally.stats, time.monotonic() - started
     log.info("Baseline from %s done in %.1f s: %s listed, %s fetched, %s unchanged, %s removed, "
              "%s failed, %s bytes (%.0f resources/s)", document, elapsed, stats["listed"],
@@ -116,8 +115,7 @@ def _checkpoint(source: str, document: str, destination: Destination, at: dateti
                       dict(stats))
 
 
-def _save_view(state: MirrorState, shard: Shard, at: datetime,
-               checkpoint: dict[str, Any] | None) -> None:
+def _save_view(state: MirrorState, shard: Shard, checkpoint: dict[str, Any] | None) -> None:
     """Save the shard's complete view of its partition (what it held and kept, and what it
     fetched) where :func:`combine_shards` finds it."""
     with MirrorState(state.destination, location=shard_location(shard),
@@ -125,7 +123,7 @@ def _save_view(state: MirrorState, shard: Shard, at: datetime,
         for record in state.records():
             if shard.holds(record.uri):
                 view.put(record)
-        view.save(at=at, checkpoint=checkpoint)
+        view.save(checkpoint=checkpoint)
 
 
 @dataclass

@@ -8,7 +8,6 @@ they all succeeded, makes the mirror's state out of the views.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
 from ..errors import ConfigurationError
 from ..storage.base import Destination
@@ -57,7 +56,7 @@ def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
         for uri in state.unseen():  # the partitions cover every URI: the shards dropped these
             state.remove(uri)
             removed += 1
-        state.save(at=combined.at or datetime.now(UTC), checkpoint=combined.to_json())
+        state.save(checkpoint=combined.to_json())
         held = len(state)
     for checkpoint in checkpoints:
         assert checkpoint.shard is not None

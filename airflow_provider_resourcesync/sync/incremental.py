@@ -15,7 +15,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from functools import partial
 
 from ..client.navigate import (
@@ -98,7 +97,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
         stats = run.tally.stats
         new = Checkpoint("incremental", capability_list_url, document, destination.url,
                          standing.time, standing, None, dict(stats))
-        state.save(at=datetime.now(UTC), checkpoint=new.to_json())
+        state.save(checkpoint=new.to_json())
     log.info("Changes from %s applied in %.1f s, now at %s: %s", document,
              time.monotonic() - started, _where(standing),
              ", ".join(f"{value} {name}" for name, value in stats.items()))

@@ -171,7 +171,7 @@ def test_a_mirror_with_no_saved_checkpoint_is_refused_naming_it(tmp_path: Path) 
 def test_the_checkpoint_saved_at_the_destination_is_used(
         source: ResourceSyncSource, tmp_path: Path) -> None:
     with MirrorState.load(LocalDestination(tmp_path)) as state:
-        state.save(at=source.created, checkpoint=checkpoint_of(source))
+        state.save(checkpoint=checkpoint_of(source))
     record = source.update("item-03.txt", b"changed\n")
     source.publish()
     run = run_dag("watch_destination", lambda: ResourceSyncChangeListSensor(

@@ -53,6 +53,17 @@ def record(n: int, *, length: int | None = None) -> ObjectRecord:
                         type="text/plain" if n % 3 else None)
 
 
+class Clock:
+    """The mirror's clock in these tests: ``now``, a microsecond later at each reading."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        self.now += US
+        return self.now
+
+
 @pytest.fixture(params=["local", "s3"])
 def destination(request: pytest.FixtureRequest) -> Destination:
     return request.getfixturevalue(request.param)
@@ -78,7 +89,7 @@ def test_save_then_load_sees_every_record(destination: Destination) -> None:
         assert len(state) == 0 and state.checkpoint() is None
         for item in reversed(records):
             state.put(item)
-        state.save(at=T0, checkpoint={"position": "x"})
+        state.save(checkpoint={"position": "x"})
     with MirrorState.load(destination) as state:
         assert len(state) == 25
         assert list(state.records()) == records  # ordered by URI
@@ -89,19 +100,21 @@ def test_save_then_load_sees_every_record(destination: Destination) -> None:
 
 
 def test_the_resource_list_republishes_with_via_links(destination: Destination) -> None:
-    with MirrorState.load(destination) as state:
+    clock = Clock(T0)
+    with MirrorState.load(destination, clock=clock) as state:
         for n in range(1, 4):
             state.put(record(n))
-        state.save(at=T0, checkpoint={})
+        state.save(checkpoint={})
     document = read_document(destination.read_bytes(RESOURCE_LIST) or b"")
     assert document.kind is DocumentKind.RESOURCE_LIST
-    assert document.head.md is not None and document.head.md.at == T0
+    # dated by the mirror's clock, as its Change Lists are: no gap between them
+    assert document.head.md is not None and document.head.md.at == clock.now
     assert document.head.namespaces["mirror"] == "urn:airflow-provider-resourcesync:mirror"
     assert document.head.up == destination.object_url(CAPABILITY_LIST)
     for n, entry in enumerate(document.entries, start=1):
         item = record(n)
         assert entry.loc == destination.object_url(item.key)
-        assert entry.lastmod == T0  # when the mirror's copy changed
+        assert entry.lastmod == clock.now  # when the mirror's copy changed
         assert entry.md is not None
         assert (entry.md.hash, entry.md.length, entry.md.type) == (
             item.hashes, item.length, item.type)
@@ -122,19 +135,19 @@ def test_public_base_url_for_republishing(local: LocalDestination) -> None:
     item = ObjectRecord("https://example.org/a b", "https/example.org/a%20b", 1, Hashes(()))
     with MirrorState.load(local, public_base_url="https://mirror.example.net/data") as state:
         state.put(item)
-        state.save(at=T0, checkpoint={})
+        state.save(checkpoint={})
     document = read_document(local.read_bytes(RESOURCE_LIST) or b"")
     # the key's own '%' is escaped: an HTTP server decodes the path back to the key
     assert [e.loc for e in document] == ["https://mirror.example.net/data/https/example.org/a%2520b"]
     assert document.head.up == "https://mirror.example.net/data/" + quote(CAPABILITY_LIST)
     with MirrorState.load(local) as state:  # kept by a later run that names none
         assert list(state.records()) == [item]
-        state.save(at=T1, checkpoint={})
+        state.save(checkpoint={})
     assert read_document(local.read_bytes(RESOURCE_LIST) or b"").entries[0].loc.startswith(
         "https://mirror.example.net/data/")
     with MirrorState.load(local, public_base_url="http://elsewhere.example/") as state:
         assert list(state.records()) == [item]  # the base may change between runs
-        state.save(at=T2, checkpoint={})
+        state.save(checkpoint={})
     assert read_document(local.read_bytes(RESOURCE_LIST) or b"").entries[0].loc.startswith(
         "http://elsewhere.example/https/")
 
@@ -147,16 +160,19 @@ def test_a_public_url_that_cannot_be_a_base_is_refused(local: LocalDestination, 
 
 
 def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> None:
-    with MirrorState.load(local) as state:
+    clock = Clock(T0)
+    with MirrorState.load(local, clock=clock) as state:
         state.put(record(1))
         state.put(record(2))
-        state.save(at=T0, checkpoint={})
-    with MirrorState.load(local) as state:
+        state.save(checkpoint={})
+    first = clock.now
+    clock.now = T1
+    with MirrorState.load(local, clock=clock) as state:
         state.put(record(1))  # the same again: a skip-unchanged re-baseline
         state.put(record(2, length=99))
-        state.save(at=T1, checkpoint={})
+        state.save(checkpoint={})
     entries = read_document(local.read_bytes(RESOURCE_LIST) or b"").entries
-    assert [e.lastmod for e in entries] == [T0, T1]
+    assert [e.lastmod for e in entries] == [first, clock.now]
 
 
 def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
@@ -164,10 +180,10 @@ def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
     count = 60_000
     clock = Clock(T0)
     with MirrorState.load(local, clock=clock) as state:
-        state.save(at=T0, checkpoint={})  # the first save: no Change List
+        state.save(checkpoint={})  # the first save: no Change List
         for n in range(count):
             state.put(record(n))
-        state.save(at=T0, checkpoint={"n": count})
+        state.save(checkpoint={"n": count})
     # the run's Change List is split too, and the Change List Index lists its parts (12.2)
     index, lists = change_lists(local)
     assert [key for key, _ in lists] == [stamp(clock.now)[:-4] + f"-0000{n}.xml" for n in (1, 2)]
@@ -208,7 +224,7 @@ def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
     with state:  # shrinking back to one document drops the parts
         for n in range(10, count):
             state.remove(record(n).uri)
-        state.save(at=T1, checkpoint={})
+        state.save(checkpoint={})
     assert list(local.keys(RESERVED_PREFIX + "resourcelist-")) == []
     with MirrorState.load(local) as state:
         assert len(state) == 10
@@ -219,7 +235,7 @@ def test_checkpoint_round_trip_and_file(destination: Destination) -> None:
                   "list": "https://example.org/changelist.xml", "ü": None}
     clock = Clock(T1)
     with MirrorState.load(destination, clock=clock) as state:
-        state.save(at=T0, checkpoint=checkpoint)
+        state.save(checkpoint=checkpoint)
         assert state.checkpoint() == checkpoint
     with MirrorState.load(destination) as state:
         assert state.checkpoint() == checkpoint
@@ -232,7 +248,7 @@ def test_unseen_and_removal(destination: Destination) -> None:
     with MirrorState.load(destination) as state:
         for n in range(6):
             state.put(record(n))
-        state.save(at=T0, checkpoint={})
+        state.save(checkpoint={})
     with MirrorState.load(destination) as state:
         listed = [record(n).uri for n in (0, 2, 4)] + ["https://example.org/new"]
         gone = list(state.uris_not_in(iter(listed)))
@@ -244,7 +260,7 @@ def test_unseen_and_removal(destination: Destination) -> None:
         assert list(state.unseen()) == []
         assert state.get(record(1).uri) is None and len(state) == 4
         assert list(state.uris_not_in([])) == [record(n).uri for n in (0, 2, 3, 4)]
-        state.save(at=T1, checkpoint={})
+        state.save(checkpoint={})
     with MirrorState.load(destination) as state:
         assert [r.uri for r in state.records()] == [record(n).uri for n in (0, 2, 3, 4)]
 
@@ -271,17 +287,6 @@ def change_list(destination: Destination) -> tuple[str, Any]:
     return change_lists(destination)[1][-1]
 
 
-class Clock:
-    """The mirror's clock in these tests: ``now``, a microsecond later at each reading."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        self.now += US
-        return self.now
-
-
 def stamp(when: datetime) -> str:
     return CHANGES + when.strftime("%Y%m%dT%H%M%S.%fZ") + ".xml"
 
@@ -291,7 +296,7 @@ def test_a_change_list_per_run_after_the_first(destination: Destination) -> None
     with MirrorState.load(destination, clock=clock) as state:
         state.put(record(1))
         state.put(record(2))
-        state.save(at=T0, checkpoint={})  # the first save: its Resource List is the baseline
+        state.save(checkpoint={})  # the first save: its Resource List is the baseline
     first = clock.now
     assert list(destination.keys(CHANGES)) == [] and not destination.exists(CHANGE_LIST_INDEX)
     clock.now = T1
@@ -302,7 +307,7 @@ def test_a_change_list_per_run_after_the_first(destination: Destination) -> None
         state.put(record(1, length=50))  # the same again: no change
         state.put(record(4))
         state.remove(record(4).uri)  # created and deleted in one run: a delete
-        state.save(at=T2, checkpoint={})
+        state.save(checkpoint={})
         second = clock.now
         key, document = change_list(destination)
         assert key == stamp(second)
@@ -313,19 +318,19 @@ def test_a_change_list_per_run_after_the_first(destination: Destination) -> None
             ("deleted", T1 + 6 * US)]
         updated, deleted, created, _ = document.entries
         assert updated.loc == destination.object_url(record(1).key)
-        assert updated.md.length == 50 and updated.lastmod == T2
+        assert updated.md.length == 50 and updated.lastmod == second
         (via,) = updated.links_for("via")
         assert (via.href, via.length, via.hash, via.modified) == (
             record(1).uri, 50, record(1).hashes, record(1).lastmod)
         assert deleted.loc == destination.object_url(record(2).key)
         assert deleted.md.hash is None and deleted.links_for("via")[0].href == record(2).uri
         assert created.links_for("via")[0].href == record(3).uri
-        state.save(at=T2 + timedelta(hours=1), checkpoint={})  # no changes: no new list
+        state.save(checkpoint={})  # no changes: no new list
         assert change_list(destination)[0] == key
     clock.now = T2
     with MirrorState.load(destination, clock=clock) as state:
         state.put(record(5))
-        state.save(at=T2, checkpoint={})
+        state.save(checkpoint={})
     index, lists = change_lists(destination)
     # 12.2: the lists in forward chronological order, each from the save before
     assert [key for key, _ in lists] == [key, stamp(clock.now)]
@@ -342,7 +347,7 @@ def runs_of_one_change(destination: Destination, runs: int) -> Clock:
         clock.now = T0 + timedelta(hours=hour)
         with MirrorState.load(destination, clock=clock) as state:
             state.put(record(hour))
-            state.save(at=T0, checkpoint={})
+            state.save(checkpoint={})
     return clock
 
 
@@ -370,12 +375,10 @@ def test_past_the_index_limit_the_oldest_change_lists_go(
 def test_refused_saves_write_nothing(local: LocalDestination) -> None:
     with MirrorState.load(local) as state:
         state.put(record(1))
-        state.save(at=T0, checkpoint={"a": 1})
+        state.save(checkpoint={"a": 1})
         before = dict(documents(local))
-        with pytest.raises(InvalidValueError, match="time zone"):
-            state.save(at=T1.replace(tzinfo=None), checkpoint={"a": 2})
         with pytest.raises(InvalidValueError, match="JSON"):
-            state.save(at=T1, checkpoint={"a": object()})
+            state.save(checkpoint={"a": object()})
         with pytest.raises(InvalidValueError):
             state.put(ObjectRecord("https://x/", "k", 1, Hashes(()), T0.replace(tzinfo=None)))
         assert dict(documents(local)) == before
@@ -417,7 +420,7 @@ def test_records_held_back_for_batching_are_seen_by_every_read(local: LocalDesti
         state.put(record(599))
         state.remove(record(599).uri)
         assert [r.uri for r in state.records()][-2:] == [record(597).uri, record(598).uri]
-        state.save(at=T0, checkpoint={})
+        state.save(checkpoint={})
     with MirrorState.load(local) as state:
         assert len(state) == 599
         assert state.get(record(5).uri) == record(5, length=55)
@@ -487,7 +490,7 @@ def test_the_saved_checkpoint_is_read_alone(tmp_path: Any) -> None:
     destination = LocalDestination(tmp_path)
     assert saved_checkpoint(destination) is None
     with MirrorState.load(destination) as state:
-        state.save(at=datetime(2026, 1, 2, tzinfo=UTC), checkpoint={"kind": "baseline"})
+        state.save(checkpoint={"kind": "baseline"})
     assert saved_checkpoint(destination) == {"kind": "baseline"}
     destination.write_bytes(CHECKPOINT, b'{"version": 1}', "application/json")
     with pytest.raises(DocumentError, match="checkpoint is not readable"):
