@@ -204,7 +204,7 @@ class MirrorState(ClosedOnExit):
         """Record an object (replacing what was recorded for its URI), now by the mirror's
         clock if it changed. Records are written in batches of :data:`_PUT_BATCH`; every read
         sees them all."""
-        row = (*_row(record)[:6], _micros(self._clock(), "the clock's time"))
+        row = _row(record, _micros(self._clock(), "the clock's time"))
         with self._lock:
             self._puts[record.uri] = row
             if len(self._puts) >= _PUT_BATCH:
@@ -298,9 +298,11 @@ class MirrorState(ClosedOnExit):
             last = self._db.execute(
                 "SELECT max(t) FROM (SELECT max(changed) AS t FROM records "
                 "UNION ALL SELECT max(at) FROM removed)").fetchone()[0]
-        changed = self._saved_at is not None and last is not None
+        # the first save writes no Change List: its Resource List is where Destinations start
+        window = (self._saved_at, max(now, _EPOCH + timedelta(microseconds=last))
+                  ) if self._saved_at is not None and last is not None else None
         changelist = self._changelist
-        if changed:
+        if window is not None:
             stamp_name = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             changelist = f"{self._key(CHANGES)}{stamp_name}.xml"
         try:
@@ -313,11 +315,9 @@ class MirrorState(ClosedOnExit):
         with self._transaction():
             self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
         self._write_resource_list(now)
-        if changed and changelist is not None and self._saved_at is not None:
+        if window is not None:
             listed = self._listed_change_lists()
-            until = max(now, _datetime(last))  # type: ignore[type-var]
-            self._write_change_index(
-                [*listed, *self._write_change_list(changelist, self._saved_at, until)])
+            self._write_change_index([*listed, *self._write_change_list(changelist, *window)])
             self._changelist = changelist
         self._write_document(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -329,7 +329,7 @@ class MirrorState(ClosedOnExit):
         self.destination.write_bytes(self._key(CHECKPOINT), record.encode(), "application/json")
         with self._transaction():
             self._db.execute("UPDATE records SET changed = NULL, fresh = 0 "
-                             "WHERE changed IS NOT NULL OR fresh = 1")
+                             "WHERE changed IS NOT NULL")  # every fresh record has changed
             self._db.execute("DELETE FROM removed")
         self._checkpoint = json.loads(record)["checkpoint"]
         self._saved_at = now
@@ -453,7 +453,7 @@ class MirrorState(ClosedOnExit):
 
     def _part_key(self, entry: Entry, url: str) -> str:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
-        name = unquote(entry.loc.rstrip("/").rpartition("/")[2])
+        name = _name(entry.loc)
         if not _PART_NAME.fullmatch(name):
             raise DocumentError(f"the index lists {entry.loc}, not a part of the mirror's "
                                 "Resource List", url=url, line=entry.line, section="10.2")
@@ -533,7 +533,7 @@ class MirrorState(ClosedOnExit):
     def _change_key(self, url: str) -> str:
         """The key of a Change List the index lists, by its name (the base URL may have
         changed)."""
-        return self._key(CHANGES) + unquote(url.rpartition("/")[2])
+        return self._key(CHANGES) + _name(url)
 
     def _change_entries(self, start: datetime) -> Iterator[Entry]:
         """What changed since the last save, in the order the mirror changed it (none dated
@@ -640,6 +640,11 @@ def _base_url(url: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
+def _name(url: str) -> str:
+    """The file name a document of the mirror is published under, at the end of ``url``."""
+    return unquote(url.rstrip("/").rpartition("/")[2])
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -657,9 +662,10 @@ def _datetime(micros: int | None) -> datetime | None:
     return None if micros is None else _EPOCH + timedelta(microseconds=micros)
 
 
-def _row(record: ObjectRecord) -> tuple[Any, ...]:
+def _row(record: ObjectRecord, changed: int | None) -> tuple[Any, ...]:
+    """The row :data:`_PUT` writes: the record, and when the mirror's clock saw it put."""
     return (record.uri, record.key, record.length, str(record.hashes),
-            _micros(record.lastmod), record.type, None)
+            _micros(record.lastmod), record.type, changed)
 
 
 def _record(row: Sequence[Any]) -> ObjectRecord:

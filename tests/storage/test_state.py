@@ -446,7 +446,6 @@ os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd")
 def test_a_killed_run_leaves_no_state_file_behind(tmp_path: Any) -> None:
     """The state spills past its cache into a temporary file that has no name from the start:
     a task killed mid-run (Airflow's SIGKILL after a timeout) leaves nothing in the temp dir."""
