@@ -12,9 +12,17 @@ from collections.abc import Iterable
 class ResourceSyncError(Exception):
     """Base class of every error this provider raises on purpose."""
 
+    #: Whether running the task again can succeed where this failed (a Source or a destination
+    #: that was down, content caught mid-update). False: something must change first (the
+    #: connection, an argument, the Source's documents, the destination's layout), and the
+    #: error's next step says what.
+    rerun_helps: bool = True
+
 
 class ConfigurationError(ResourceSyncError, ValueError):
     """A connection field or an argument is wrong; the message names it."""
+
+    rerun_helps = False
 
     @classmethod
     def unless_one_of(cls, name: str, value: object, choices: Iterable[str]) -> None:
@@ -27,6 +35,8 @@ class ConfigurationError(ResourceSyncError, ValueError):
 class InvalidValueError(ResourceSyncError, ValueError):
     """A single value (datetime, hash, length, ...) is not in the form the spec defines."""
 
+    rerun_helps = False
+
 
 class DocumentError(ResourceSyncError):
     """A ResourceSync document cannot be read, or breaks a rule of the spec.
@@ -36,6 +46,8 @@ class DocumentError(ResourceSyncError):
     :param line: the line in the document, where known.
     :param section: the spec section the rule comes from, where there is one.
     """
+
+    rerun_helps = False
 
     def __init__(
         self,
@@ -96,6 +108,14 @@ class ContentMismatchError(ResourceSyncError):
 
 class DestinationError(ResourceSyncError):
     """A destination refused a write, or cannot be used."""
+
+
+class UnstorableKeyError(DestinationError):
+    """The destination cannot hold an object at this key, however often it is tried (a local
+    disk holding both ``a`` and ``a/b``, a path longer than the file system allows): the fix is
+    another destination or a prefix mapping, not a re-run."""
+
+    rerun_helps = False
 
 
 class SyncIncompleteError(ResourceSyncError):
