@@ -1,4 +1,10 @@
-"""A dump's package, downloaded and checked whole before anything of it is written (11.1, 13.1)."""
+"""A dump's package, downloaded and checked whole before anything of it is written (11.1, 13.1).
+
+Checked whole means: its own ``hash`` and ``length``, the ZIP rules of :func:`open_package`, the
+kind of its manifest, and every resource its manifest names on one of the Source's origins (or
+a host the connection allows): the same rule as a resource fetched on its own, so a package
+cannot write, overwrite or delete another origin's objects held in the same destination.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..client.sync_client import ResourceSyncClient
-from ..errors import DocumentError, ResourceSyncError
+from ..errors import DocumentError, ResourceSyncError, UnsafeContentError
 from ..protocol.model import DocumentKind, Entry
 from ..protocol.package import DumpPackage, open_package
 
@@ -19,7 +25,8 @@ def fetched_package(client: ResourceSyncClient, package: Entry, manifest: Docume
                     dump: str, refused: Callable[[str, str], None]) -> Iterator[DumpPackage | None]:
     """The package a dump lists, downloaded into a temporary file, verified (its ``hash``,
     ``length``) and opened, checked by :func:`open_package`; its manifest must be a
-    ``manifest``. Refused, it is None, and ``refused(url, why)`` was told.
+    ``manifest`` naming resources on the Source's origins only. Refused, it is None, and
+    ``refused(url, why)`` was told.
 
     :param dump: the dump's title, for the error ("Resource Dump").
     """
@@ -31,9 +38,24 @@ def fetched_package(client: ResourceSyncClient, package: Entry, manifest: Docume
                 opened.close()
                 raise DocumentError(f"a {opened.kind.title} package in a {dump}",
                                     url=package.loc, section=manifest.section)
+            _check_origins(client, opened)
         except ResourceSyncError as error:
             refused(package.loc, f"package refused, nothing of it written: {error}")
             yield None
             return
         with opened:
             yield opened
+
+
+def _check_origins(client: ResourceSyncClient, opened: DumpPackage) -> None:
+    """Every resource the manifest names (``deleted`` changes included) is one the client
+    would fetch; the package is closed and refused otherwise."""
+    for entry, _ in opened.entries():
+        try:
+            client.guard.check_url(entry.loc)
+        except UnsafeContentError as error:
+            opened.close()
+            raise UnsafeContentError(
+                f"its manifest names {entry.loc!r}, which this Source may not write: "
+                f"{error.message.removesuffix(f' [refused by rule: {error.rule}]')}",
+                rule=error.rule, url=opened.manifest_url, line=entry.line) from None
