@@ -280,11 +280,20 @@ class MirrorState(ClosedOnExit):
         another description, objects removed) goes in a Change List of its own (12.1), listed
         in the mirror's Change List Index (12.2): each change dated when the mirror made it, by
         its clock (as in 14.8's examples; the ``via`` link keeps the Source's ``modified``),
-        each list from the save before to this one, so the lists follow each other and a
+        each list from the one before to this one, so the lists follow each other and a
         Destination of the mirror misses none of its changes, whichever run made them.
 
         Dating the Resource List by the mirror's clock, not the Source's, is what lets a
         Destination of the mirror go from its ``at`` to the first Change List with no gap.
+
+        The order of the writes is what makes a save killed between any two of them lose no
+        change, for the mirror or for a Destination of it: the journal first (the Change List,
+        then the index that lists it), then the Resource List, the Capability List and Source
+        Description that point at them, and ``checkpoint.json`` last. Killed before the
+        Resource List, the next run loads the Resource List from before, finds the same changes
+        again and lists them again (a Destination applies them twice, which is harmless);
+        killed after it, they are in the journal already. Either way nothing points at a
+        document not yet written.
 
         :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
             incomplete first run).
@@ -299,12 +308,14 @@ class MirrorState(ClosedOnExit):
                 "SELECT max(t) FROM (SELECT max(changed) AS t FROM records "
                 "UNION ALL SELECT max(at) FROM removed)").fetchone()[0]
         # the first save writes no Change List: its Resource List is where Destinations start
-        window = (self._saved_at, max(now, _EPOCH + timedelta(microseconds=last))
-                  ) if self._saved_at is not None and last is not None else None
+        journal = self._saved_at is not None and last is not None
+        listed = self._listed_change_lists() if journal else []
         changelist = self._changelist
-        if window is not None:
+        if journal:
             stamp_name = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
             changelist = f"{self._key(CHANGES)}{stamp_name}.xml"
+        elif changelist is None and self.destination.exists(self._key(CHANGE_LIST_INDEX)):
+            changelist = self._key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
         try:
             record = json.dumps({
                 "version": _VERSION, "saved_at": format_datetime(now),
@@ -314,11 +325,16 @@ class MirrorState(ClosedOnExit):
             raise InvalidValueError(f"the checkpoint cannot be written as JSON: {exc}") from exc
         with self._transaction():
             self._db.execute("UPDATE records SET stored = ? WHERE stored IS NULL", (stamp,))
+        if journal:
+            assert self._saved_at is not None and changelist is not None
+            # from the end of the last list listed: a killed save may have listed one after
+            # the save before
+            start = max([self._saved_at, *(entry.md.until for entry in listed[-1:]
+                                           if entry.md is not None and entry.md.until)])
+            end = max(now, start, _EPOCH + timedelta(microseconds=last))
+            self._write_change_index([*listed, *self._write_change_list(changelist, start, end)])
+        self._changelist = changelist
         self._write_resource_list(now)
-        if window is not None:
-            listed = self._listed_change_lists()
-            self._write_change_index([*listed, *self._write_change_list(changelist, *window)])
-            self._changelist = changelist
         self._write_document(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
             links=(Link(rel="up", href=self.url(self._key(DESCRIPTION))),)),

@@ -1,0 +1,153 @@
+"""A run killed at any step of the mirror's save, then run again, costs a Destination of the
+mirror (spec 14.8) none of its changes: the journal is written before the Resource List, and
+``checkpoint.json`` last. Each run is killed for real (SIGKILL in a child process) just before
+one of the save's writes, in turn, on local disk and on S3 (moto's server over HTTP)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from airflow_provider_resourcesync.storage.base import Destination
+from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.s3 import S3Destination
+from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.incremental import run_incremental
+from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+from .conftest import client_for, held
+from .test_republish import as_published, publish
+
+ROOT = Path(__file__).parents[2]
+RESOURCES = {f"r{n}.txt": f"resource {n}\n".encode() for n in range(1, 7)}
+
+#: Runs one incremental sync and kills itself just before the n-th write of the mirror's own
+#: documents (its save). argv: capability list, destination (a directory, or s3://bucket/prefix/
+#: with the endpoint in argv[5]), checkpoint JSON, n.
+_KILLED_RUN = """
+import json, os, signal, sys
+import boto3
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.s3 import S3Destination
+from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
+from airflow_provider_resourcesync.sync.incremental import run_incremental
+
+capability_list, where, checkpoint, kill_at = sys.argv[1:5]
+if where.startswith("s3://"):
+    bucket, _, prefix = where.removeprefix("s3://").partition("/")
+    s3 = boto3.client("s3", endpoint_url=sys.argv[5], aws_access_key_id="test",
+                      aws_secret_access_key="test", region_name="us-east-1")
+    destination = S3Destination(s3, bucket, prefix)
+else:
+    destination = LocalDestination(where)
+writes = 0
+
+def step(key):
+    global writes
+    if key.startswith(RESERVED_PREFIX):
+        writes += 1
+        if writes == int(kill_at):
+            print(key, flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+real_stage, real_write = destination.stage, destination.write_bytes
+
+def stage(key):
+    staged = real_stage(key)
+    commit = staged.commit
+    staged.commit = lambda info: (step(key), commit(info))
+    return staged
+
+destination.stage = stage
+destination.write_bytes = lambda key, data, kind: (step(key), real_write(key, data, kind))
+policy = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
+with ResourceSyncClient(policy, source_urls=[capability_list]) as client:
+    run_incremental(client, destination, capability_list_url=capability_list,
+                    checkpoint=Checkpoint.from_json(json.loads(checkpoint)))
+"""
+
+
+def _killed_run(capability_list: str, where: str, checkpoint: dict[str, Any], kill_at: int,
+                endpoint: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _KILLED_RUN, capability_list, where, json.dumps(checkpoint),
+         str(kill_at), endpoint], capture_output=True, text=True, timeout=300, cwd=ROOT)
+
+
+@pytest.fixture(params=["local", "s3"])
+def mirrors(request: pytest.FixtureRequest, tmp_path: Path
+            ) -> tuple[Callable[[int], Destination], Callable[[int], str], str]:
+    """Fresh destinations, one per trial: the destination, how the child names it, and the
+    S3 endpoint (unused on local disk)."""
+    if request.param == "local":
+        return ((lambda n: LocalDestination(tmp_path / f"mirror-{n}")),
+                (lambda n: str(tmp_path / f"mirror-{n}")), "")
+    client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("bucket")
+    return ((lambda n: S3Destination(client, bucket, f"mirror-{n}/")),
+            (lambda n: f"s3://{bucket}/mirror-{n}/"), request.getfixturevalue("s3_endpoint"))
+
+
+@pytest.mark.parametrize("runs_before", [0, 1], ids=["first-incremental", "later-incremental"])
+def test_a_run_killed_at_any_step_of_its_save_costs_a_destination_of_the_mirror_nothing(
+        mirrors: tuple[Callable[[int], Destination], Callable[[int], str], str],
+        runs_before: int, tmp_path: Path) -> None:
+    """The first incremental run writes the mirror's first Change List and its index; a later
+    one adds to them."""
+    make, name, endpoint = mirrors
+    killed_at: list[str] = []
+    for trial in range(1, 20):  # one kill per write of the save, until a run is not killed
+        upstream = make(trial)
+        downstream = LocalDestination(tmp_path / f"downstream-{trial}")
+        with (SourceServer(max_lifetime=120) as server, SourceServer(max_lifetime=120) as web,
+              client_for(server) as client, client_for(web) as reader):
+            source = ResourceSyncSource(server, resources=RESOURCES)
+            source.publish()
+            base = web.url("/mirror/")
+            mirror_capabilities = base + quote(RESERVED_PREFIX) + "capabilitylist.xml"
+            start = run_baseline(client, upstream, capability_list_url=source.capability_list_url,
+                                 public_url=base)
+            served = publish(upstream, web, "/mirror/", set())  # type: ignore[arg-type]
+            standing = run_baseline(reader, downstream, capability_list_url=mirror_capabilities)
+            for _ in range(runs_before):
+                source.update("r3.txt", b"three, changed\n")
+                source.publish()
+                start = run_incremental(client, upstream, checkpoint=start,
+                                        capability_list_url=source.capability_list_url)
+            served = publish(upstream, web, "/mirror/", served)  # type: ignore[arg-type]
+            source.update("r1.txt", b"one, changed\n")
+            source.create("new.txt", b"new\n")
+            source.delete("r2.txt")
+            source.publish()
+
+            run = _killed_run(source.capability_list_url, name(trial), start.to_json(), trial,
+                              endpoint)
+            if run.returncode == 0:
+                break
+            assert run.returncode == -signal.SIGKILL, run.stderr
+            killed_at.append(run.stdout.strip())
+            # run again from the checkpoint the killed run started from (its XCom never came)
+            run_incremental(client, upstream, checkpoint=start,
+                            capability_list_url=source.capability_list_url)
+            publish(upstream, web, "/mirror/", served)  # type: ignore[arg-type]
+            standing = run_incremental(reader, downstream, checkpoint=standing,
+                                       capability_list_url=mirror_capabilities)
+
+            assert held(upstream) == source.state(), killed_at[-1]
+            assert held(downstream) == as_published(source.state(), base), killed_at[-1]
+    else:
+        pytest.fail("every run was killed: the save writes more than 19 documents?")
+    assert [key.rpartition("/")[2] for key in killed_at[-3:]] == [
+        "capabilitylist.xml", "description.xml", "checkpoint.json"]
+    assert any("/changes/" in key for key in killed_at), killed_at
