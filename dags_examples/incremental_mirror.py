@@ -34,6 +34,8 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     catchup=False,
     max_active_runs=1,
+    # no task runs for ever, whatever a Source does; the sync ends before the next hour's run
+    default_args={"execution_timeout": timedelta(minutes=50)},
     tags=["resourcesync", "example"],
     doc_md=__doc__,
 ) as dag:

@@ -15,6 +15,7 @@ the Source's Resource List and fails the run if they differ.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG
@@ -28,6 +29,8 @@ with DAG(
     dag_id="mirror_to_local",
     schedule=None,
     catchup=False,
+    # no task runs for ever, whatever a Source does: give a large Source more time
+    default_args={"execution_timeout": timedelta(hours=6)},
     tags=["resourcesync", "example"],
     doc_md=__doc__,
 ) as dag:

@@ -17,6 +17,7 @@ and the Source differ.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 
 from airflow.sdk import DAG
 
@@ -30,6 +31,8 @@ with DAG(
     dag_id="mirror_to_s3",
     schedule=None,
     catchup=False,
+    # no task runs for ever, whatever a Source does: give a large Source more time
+    default_args={"execution_timeout": timedelta(hours=6)},
     tags=["resourcesync", "example", "s3"],
     doc_md=__doc__,
 ) as dag:

@@ -17,6 +17,7 @@ outlet Asset of ``combine``: DAGs scheduled on it run once the whole mirror is t
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from airflow.sdk import DAG
@@ -36,6 +37,8 @@ with DAG(
     dag_id="sharded_baseline",
     schedule=None,
     catchup=False,
+    # no task runs for ever, whatever a Source does: give a large Source more time
+    default_args={"execution_timeout": timedelta(hours=6)},
     tags=["resourcesync", "example"],
     doc_md=__doc__,
 ) as dag:

@@ -8,12 +8,13 @@ then parses the DAG (``dag.test()`` parses the DAGs folder again, in the same en
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from airflow_provider_resourcesync.demo import run_demo
+from airflow_provider_resourcesync.demo import load_example_dag, run_demo
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource
@@ -126,3 +127,16 @@ def test_the_demo_mirrors_its_sample_source_in_a_real_run(tmp_path: Path) -> Non
         ("updated", True), ("created", True), ("deleted", True)]
     assert result.incremental.xcoms["sync"]["stats"]["changes"] == 3
     assert "3 of 3 changes arrived in the mirror." in result.render()
+
+
+@pytest.mark.parametrize("name", ["mirror_to_local", "mirror_to_s3", "incremental_mirror",
+                                  "sharded_baseline"])
+def test_no_example_task_can_run_for_ever(name: str) -> None:
+    """Whatever a Source does (a drip, a storm of 429s), every task of an example DAG ends: the
+    client's deadlines bound each request and its retry budget each run, and the task's
+    ``execution_timeout`` the whole (DESIGN.md, "The wire")."""
+    dag = load_example_dag(name)
+    timeouts = {task.task_id: task.execution_timeout for task in dag.tasks}
+    assert all(timeouts.values()), timeouts
+    if dag.schedule is not None:  # a scheduled DAG: a task ends before the next run
+        assert max(timeouts.values()) < timedelta(hours=1), timeouts
