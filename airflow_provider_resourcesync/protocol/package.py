@@ -36,7 +36,7 @@ from .model import (
     Metadata,
 )
 from .order import required_order
-from .paths import manifest_path_problem, member_name_problem
+from .paths import manifest_member, member_name_problem
 from .reader import DocumentReader
 from .writer import Serializer, document_bytes
 
@@ -156,7 +156,16 @@ class DumpPackage(ClosedOnExit):
                 url=self.manifest_url, section=_MANIFEST_SECTIONS,
             )
         self.kind: DocumentKind = kind
+        self._unrooted = 0
         self._members = [self._member_of(entry) for entry in self.manifest.entries]
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the manifest gets wrong that reading it forgave, for the caller to log."""
+        if not self._unrooted:
+            return ()
+        return (f"{self._unrooted} of its manifest paths lack the leading '/' that spec "
+                "section 11.2 asks for: each was read from the package's root",)
 
     # -- opening checks ----------------------------------------------------------------------------
 
@@ -189,12 +198,14 @@ class DumpPackage(ClosedOnExit):
                 f"{entry.loc} has no <rs:md path>: where is its bitstream?",
                 url=self.manifest_url, line=entry.line, section=self.kind.section,
             )
+        self._unrooted += not path.startswith("/")
         return self._resolve(path, line=entry.line)
 
     def _resolve(self, path: str, *, line: int | None = None) -> zipfile.ZipInfo:
-        """The file a manifest ``path`` names: ``/`` then a safe name of a file of the package."""
-        problem = manifest_path_problem(path)
-        member = path[1:]
+        """The file a manifest ``path`` names: a safe name of a file of the package, after the
+        ``/`` that 11.2 asks for (forgiven when missing: :attr:`warnings`)."""
+        member = manifest_member(path)
+        problem = member_name_problem(member)
         if problem is None and member not in self._files:
             problem = "names no file in the package"
         if problem is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["manifest_path_problem", "member_name_problem"]
+__all__ = ["manifest_member", "manifest_path_problem", "member_name_problem"]
 
 _DRIVE = re.compile(r"[A-Za-z]:")
 
@@ -31,7 +31,12 @@ def manifest_path_problem(path: str) -> str | None:
     A path is ``/`` followed by the name of a member (11.2: relative to the package's root, with
     a leading slash), safe by :func:`member_name_problem`.
     """
-    member = path.removeprefix("/")
-    if member == path:
+    if not path.startswith("/"):  # forgiven by the reader (resync 2.0.1 writes "file.txt")
         return "does not start with '/'"
-    return member_name_problem(member)
+    return member_name_problem(manifest_member(path))
+
+
+def manifest_member(path: str) -> str:
+    """The member name a manifest ``path`` names: the path from the package's root, with or
+    without the leading ``/`` that 11.2 asks for."""
+    return path.removeprefix("/")

@@ -8,6 +8,7 @@ cannot write, overwrite or delete another origin's objects held in the same dest
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,8 @@ from ..protocol.model import DocumentKind, Entry
 from ..protocol.package import DumpPackage, open_package
 
 __all__ = ["fetched_package"]
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -43,6 +46,8 @@ def fetched_package(client: ResourceSyncClient, package: Entry, manifest: Docume
             refused(package.loc, f"package refused, nothing of it written: {error}")
             yield None
             return
+        for warning in opened.warnings:
+            log.warning("Package %s: %s", package.loc, warning)
         with opened:
             yield opened
 

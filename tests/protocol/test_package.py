@@ -317,7 +317,8 @@ def test_a_missing_manifest_path_is_refused_naming_it() -> None:
 @pytest.mark.parametrize(("body", "problem"), [
     ("<url><loc>http://e.com/a</loc><rs:md length='1'/></url>", "has no <rs:md path>"),
     ("<url><loc>http://e.com/a</loc></url>", "has no <rs:md path>"),
-    ("<url><loc>http://e.com/a</loc><rs:md path='a'/></url>", "does not start with '/'"),
+    ("<url><loc>http://e.com/a</loc><rs:md path='x/../a'/></url>", "has a '..' segment"),
+    ("<url><loc>http://e.com/a</loc><rs:md path='../a'/></url>", "has a '..' segment"),
     ("<url><loc>http://e.com/a</loc><rs:md path='/x/../a'/></url>", "has a '..' segment"),
     ("<url><loc>http://e.com/a</loc><rs:md path='//a'/></url>", "is an absolute path"),
     ("<url><loc>http://e.com/a</loc><rs:md path='/d'/></url>", "names no file"),
@@ -329,6 +330,19 @@ def test_bad_manifest_paths_are_refused(body: str, problem: str) -> None:
         open_package(io.BytesIO(data))
     assert caught.value.line == 4
     assert caught.value.section == "11.2"
+
+
+def test_a_path_without_its_leading_slash_is_read_from_the_root_and_warned_of() -> None:
+    """resync 2.0.1 writes ``path="a"``; 11.2 asks for ``/a``, which names the same member."""
+    body = ("<url><loc>http://e.com/a</loc><rs:md path='a'/></url>"
+            "<url><loc>http://e.com/b</loc><rs:md path='d/b'/></url>"
+            "<url><loc>http://e.com/c</loc><rs:md path='/c'/></url>")
+    data = zip_bytes([(MANIFEST_NAME, manifest("resourcedump-manifest", body)), ("a", b"A"),
+                      ("d/b", b"B"), ("c", b"C")])
+    with open_package(io.BytesIO(data)) as package:
+        assert [opener().read() for _, opener in package.entries() if opener] == [b"A", b"B", b"C"]
+        assert package.warnings == ("2 of its manifest paths lack the leading '/' that spec "
+                                    "section 11.2 asks for: each was read from the package's root",)
 
 
 def test_a_deleted_change_may_have_a_path_but_serves_no_bitstream() -> None:
