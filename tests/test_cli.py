@@ -64,6 +64,21 @@ def test_validate_over_http(source: ResourceSyncSource) -> None:
     assert "error [" in broken.stdout and "not valid: 1 error" in broken.stdout
 
 
+def test_a_readable_document_with_findings_exits_1_not_2(tmp_path: Path) -> None:
+    """Times with no zone (as CORE writes them) are read as UTC and reported (spec 7)."""
+    document = tmp_path / "changelist.xml"
+    document.write_text(
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        'xmlns:rs="http://www.openarchives.org/rs/terms/">'
+        '<rs:md capability="changelist" from="2020-06-02T00:00:00"/>'
+        '<url><loc>http://example.org/a</loc>'
+        '<rs:md change="updated" datetime="2021-01-20T20:25:31.541226"/></url></urlset>')
+    done = run("validate", str(document))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.count("has no time zone designator") == 2
+    assert "not valid: 2 errors" in done.stdout
+
+
 def test_discover_says_what_it_found_and_how(source: ResourceSyncSource) -> None:
     source.publish()
     done = run("discover", source.server.url("/"), "--allow-private", "--token", "s3cret")

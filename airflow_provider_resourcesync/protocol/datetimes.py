@@ -4,6 +4,10 @@ Every granularity of the W3C profile of ISO 8601 is read: ``YYYY``, ``YYYY-MM``,
 ``YYYY-MM-DDThh:mmTZD``, ``YYYY-MM-DDThh:mm:ssTZD`` and ``YYYY-MM-DDThh:mm:ss.sTZD``. A time zone
 designator ``+hh:mm`` means that many hours *ahead* of UTC, so it is subtracted to reach UTC.
 A date without a time denotes the start of that period in UTC.
+
+A time without a zone designator breaks the profile, but real Sources write it (CORE writes
+``2021-01-20T20:25:31.541226``): it is read as UTC, marked by the tzinfo :data:`ZONE_ASSUMED`
+(equal to UTC in every comparison), so that the validator can still report it.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from ..errors import InvalidValueError
 
-__all__ = ["format_datetime", "parse_datetime"]
+__all__ = ["ZONE_ASSUMED", "format_datetime", "parse_datetime", "zone_assumed"]
+
+#: The time zone of a time read without one: UTC, under a name of its own.
+ZONE_ASSUMED = timezone(timedelta(0), "UTC, assumed: no time zone designator")
 
 _W3C = re.compile(
     r"(?P<year>[0-9]{4})"
@@ -21,7 +28,7 @@ _W3C = re.compile(
     r"(?:-(?P<day>[0-9]{2})"
     r"(?:T(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2})"
     r"(?::(?P<second>[0-9]{2})(?:\.(?P<fraction>[0-9]+))?)?"
-    r"(?P<tzd>Z|[+-][0-9]{2}:[0-9]{2}))?)?)?"
+    r"(?P<tzd>Z|[+-][0-9]{2}:[0-9]{2})?)?)?)?"
 )
 
 
@@ -59,7 +66,7 @@ def _from_match(match: re.Match[str], text: str) -> datetime:
     parts = match.groupdict()
     fraction = parts["fraction"] or ""
     try:
-        tz = _timezone(parts["tzd"])
+        tz = _timezone(parts["tzd"]) if parts["tzd"] or not parts["hour"] else ZONE_ASSUMED
         local = datetime(
             int(parts["year"]),
             int(parts["month"] or 1),
@@ -69,10 +76,17 @@ def _from_match(match: re.Match[str], text: str) -> datetime:
             int(parts["second"] or 0),
             int(fraction[:6].ljust(6, "0")) if fraction else 0,
             tzinfo=tz,
-        ).astimezone(UTC)
+        )
+        if tz is not ZONE_ASSUMED:
+            local = local.astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise InvalidValueError(f"{text!r} is not a valid W3C Datetime: {exc}") from None
     return local
+
+
+def zone_assumed(value: datetime) -> bool:
+    """Whether ``value`` was read with no time zone designator (and taken as UTC)."""
+    return value.tzinfo is ZONE_ASSUMED
 
 
 def _timezone(tzd: str | None) -> timezone:

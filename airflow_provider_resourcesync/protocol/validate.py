@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from .datetimes import format_datetime
+from .datetimes import format_datetime, zone_assumed
 from .hashes import Hashes
 from .model import (
     DEFAULT_PRI,
@@ -164,6 +164,21 @@ def _interval_findings(md: Metadata, owner: str, entry: Entry | None) -> Iterato
                               f"{start_name} {_time(start)}", entry)
 
 
+def _zone_findings(md: Metadata | None, owner: str, entry: Entry | None) -> Iterator[Finding]:
+    """Section 7: values are W3C Datetimes, whose times carry a zone designator (read as UTC
+    when they lack one)."""
+    times = [] if md is None else [("at", md.at), ("completed", md.completed),
+                                   ("from", md.from_), ("until", md.until),
+                                   ("datetime", md.datetime)]
+    if entry is not None:
+        times.append(("<lastmod>", entry.lastmod))
+    for name, value in times:
+        if value is not None and zone_assumed(value):
+            yield _error("7", f"{owner} {name} {value.replace(tzinfo=None).isoformat()} has no "
+                              "time zone designator (a W3C Datetime needs Z or +hh:mm); read "
+                              "as UTC", entry)
+
+
 def _hash_findings(hashes: Hashes | None, owner: str, entry: Entry | None) -> Iterator[Finding]:
     """Section 7: ``hash`` is a list of ``algorithm:hexdigest`` tokens."""
     if not hashes:
@@ -251,6 +266,11 @@ def _head_intervals(head: Head) -> Iterator[Finding]:
         yield from _interval_findings(head.md, "the document's", None)
 
 
+def _head_zones(head: Head) -> Iterator[Finding]:
+    """Section 7 on the document's own times: each has a zone designator."""
+    return _zone_findings(head.md, "the document's", None)
+
+
 def _head_up(head: Head) -> Iterator[Finding]:
     """Sections 6.2, 9-13: the ``up`` link (Capability List -> Source Description, every
     capability document -> Capability List).
@@ -280,6 +300,7 @@ _HEAD_CHECKS: list[Callable[[Head], Iterator[Finding]]] = [
     _head_times_required,
     _head_times_misplaced,
     _head_intervals,
+    _head_zones,
     _head_up,
     _head_links,
 ]
@@ -301,6 +322,7 @@ def _entry_attributes(entry: Entry) -> Iterator[Finding]:
     if entry.changefreq is not None and entry.changefreq not in _CHANGEFREQS:
         yield _warning("7", f"changefreq {entry.changefreq!r} is not a defined value "
                             f"({', '.join(sorted(_CHANGEFREQS))})", entry)
+    yield from _zone_findings(md, "the entry's", entry)
     if md is None:
         return
     if md.change is not None and md.change_value is None:

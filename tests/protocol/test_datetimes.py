@@ -9,7 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_provider_resourcesync.errors import InvalidValueError
-from airflow_provider_resourcesync.protocol.datetimes import format_datetime, parse_datetime
+from airflow_provider_resourcesync.protocol.datetimes import (
+    format_datetime,
+    parse_datetime,
+    zone_assumed,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +41,20 @@ def test_every_granularity_and_offset(text: str, expected: datetime) -> None:
     assert parsed.utcoffset() == timedelta(0)
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2021-01-20T20:25:31.541226", datetime(2021, 1, 20, 20, 25, 31, 541226, tzinfo=UTC)),
+    ("2020-06-02T00:00:00", datetime(2020, 6, 2, tzinfo=UTC)),
+    ("2013-05-06T10:20", datetime(2013, 5, 6, 10, 20, tzinfo=UTC)),
+])
+def test_a_time_without_a_zone_is_read_as_utc_and_marked(text: str, expected: datetime) -> None:
+    """CORE writes times with no zone designator, which the W3C profile requires (spec 7)."""
+    parsed = parse_datetime(text)
+    assert parsed == expected and zone_assumed(parsed)
+    assert format_datetime(parsed) == format_datetime(expected)
+    assert not zone_assumed(parse_datetime(text + "Z"))
+    assert not zone_assumed(parse_datetime("2013-05-06"))  # a date alone is the day in UTC
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -44,7 +62,6 @@ def test_every_granularity_and_offset(text: str, expected: datetime) -> None:
         "yesterday",
         "13-05-06",
         "2013-5-6",
-        "2013-05-06T10:20",  # a time needs a time zone designator
         "2013-05-06T10Z",
         "2013-05-06 10:20:30Z",
         "2013-05-06T10:20:30.Z",

@@ -363,6 +363,19 @@ def test_change_datetime_within_from_and_until() -> None:
     assert check(head, change("2013-01-03T00:00:00Z"), change("2013-01-04T00:00:00Z", "b")) == []
 
 
+def test_times_without_a_zone_are_read_and_each_reported() -> None:
+    """CORE writes ``from="2020-06-02T00:00:00"``: readable, and an error of section 7."""
+    findings = check('capability="changelist" from="2020-06-02T00:00:00"',
+                     url('<lastmod>2021-01-20T20:25:31.541226</lastmod>'
+                         '<rs:md change="updated" datetime="2020-06-03T00:00:00Z"/>'))
+    assert [f.message for f in only(findings, ERROR, "7", "no time zone")] == [
+        "the document's from 2020-06-02T00:00:00 has no time zone designator (a W3C Datetime "
+        "needs Z or +hh:mm); read as UTC",
+        "the entry's <lastmod> 2021-01-20T20:25:31.541226 has no time zone designator (a W3C "
+        "Datetime needs Z or +hh:mm); read as UTC"]
+    assert len(findings) == 2
+
+
 def test_lastmod_outside_from_and_until_is_fine() -> None:
     entry = url('<lastmod>2000-01-01T00:00:00Z</lastmod>'
                 '<rs:md change="created" datetime="2013-01-03T11:00:00Z"/>')
