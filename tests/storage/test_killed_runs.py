@@ -1,6 +1,6 @@
 """A killed run leaves nothing that makes the next run fail or pay (DESIGN.md, "Safety rules"):
 its staging files, on local disk, even when the next run has the same PID (a container's task is
-PID 1 on every run)."""
+PID 1 on every run); its incomplete multipart uploads, in S3."""
 
 from __future__ import annotations
 
@@ -10,13 +10,19 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
+from email.utils import parsedate_to_datetime
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
+from botocore.exceptions import ClientError
 
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import ObjectInfo
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.s3 import S3Destination
 
 REPO = Path(__file__).parents[2]
 HOURS_AGO = time.time() - 2 * 3600
@@ -156,3 +162,64 @@ def test_files_of_earlier_versions_are_removed_once_old(tmp_path: Path,
               record.getMessage()]
     assert "Removed 4 leftover(s)" in line and "(15 bytes)" in line and str(tmp) in line
     assert all(name in line for name in ("stage-1-0", "stage-1-1", "probe-x1y2", ".making-abc"))
+
+
+# -- S3: incomplete multipart uploads --------------------------------------------------------------
+
+
+def uploads(s3_client: Any, bucket: str) -> list[str]:
+    answer = s3_client.list_multipart_uploads(Bucket=bucket)
+    return sorted(upload["Key"] for upload in answer.get("Uploads", ()))
+
+
+def age_of_uploads(s3_client: Any, bucket: str) -> timedelta:
+    """How old the server says the oldest upload is, by its own clock (moto reports a fixed
+    start in the past; S3 the real one)."""
+    answer = s3_client.list_multipart_uploads(Bucket=bucket)
+    now = parsedate_to_datetime(answer["ResponseMetadata"]["HTTPHeaders"]["date"])
+    return now - min(upload["Initiated"] for upload in answer["Uploads"])
+
+
+def test_stale_multipart_uploads_under_the_prefix_are_aborted_on_the_first_write(
+        s3_client: Any, bucket: str, caplog: pytest.LogCaptureFixture) -> None:
+    for key in ("mirror/https/h/big", "mirror/.resourcesync/x", "mirror-2/https/h/big",
+                "other/big"):
+        s3_client.create_multipart_upload(Bucket=bucket, Key=key)
+    age = age_of_uploads(s3_client, bucket)
+
+    live = S3Destination(s3_client, bucket, "mirror/", stale_upload_after=age + timedelta(days=1))
+    live.write_bytes("a", b"a", "text/plain")  # younger than the limit: a live run's, kept
+    assert len(uploads(s3_client, bucket)) == 4
+
+    destination = S3Destination(s3_client, bucket, "mirror/",
+                                stale_upload_after=age - timedelta(minutes=1))
+    assert len(uploads(s3_client, bucket)) == 4  # nothing before the first write
+    with caplog.at_level(logging.INFO, "airflow_provider_resourcesync"):
+        with destination.stage("b") as staged:
+            staged.file.write(b"b")
+            staged.commit(INFO)
+        destination.write_bytes("c", b"c", "text/plain")  # once per destination
+    assert uploads(s3_client, bucket) == ["mirror-2/https/h/big", "other/big"]
+    [line] = [record.getMessage() for record in caplog.records if "multipart" in
+              record.getMessage()]
+    assert line.startswith("Aborted 2 incomplete multipart upload(s)") and destination.url in line
+
+
+def test_a_listing_refused_only_warns(s3_endpoint: str, bucket: str, s3_client: Any,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    s3_client.create_multipart_upload(Bucket=bucket, Key="mirror/big")
+    client = boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+
+    def refuse(**_: Any) -> None:  # as S3 answers a role without s3:ListBucketMultipartUploads
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}},
+                          "ListMultipartUploads")
+
+    client.meta.events.register("before-call.s3.ListMultipartUploads", refuse)
+    destination = S3Destination(client, bucket, "mirror/", stale_upload_after=timedelta(0))
+    with caplog.at_level(logging.INFO, "airflow_provider_resourcesync"):
+        destination.write_bytes("a", b"a", "text/plain")
+    assert destination.read_bytes("a") == b"a"
+    assert uploads(s3_client, bucket) == ["mirror/big"]
+    [record] = [record for record in caplog.records if "multipart" in record.getMessage()]
+    assert record.levelno == logging.WARNING and "AccessDenied" in record.getMessage()
