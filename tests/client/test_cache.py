@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -45,10 +46,13 @@ def test_a_killed_runs_cache_is_removed_by_the_next_client(
         temp: Path, caplog: pytest.LogCaptureFixture) -> None:
     killed = subprocess.Popen([sys.executable, "-c", _KILLED], cwd=REPO, text=True,
                               stdout=subprocess.PIPE)
+    watchdog = threading.Timer(60, killed.kill)  # the line comes at once, or never
+    watchdog.start()
     try:
         body = Path(killed.stdout.readline().strip())  # type: ignore[union-attr]
         assert body.is_relative_to(temp) and body.stat().st_size == 9000
     finally:
+        watchdog.cancel()
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=60)
         killed.stdout.close()  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import timedelta
 from email.utils import parsedate_to_datetime
@@ -61,19 +62,27 @@ print("done", flush=True)
 
 
 def in_a_pid_namespace(*args: str) -> list[str]:
-    """A command run as PID 1 of a new PID namespace, as a container's task is."""
-    return ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c", _RUN, *args]
+    """A command run as PID 1 of a new PID namespace, as a container's task is (in a user
+    namespace of its own too where the tests do not run as root)."""
+    user = ["--user", "--map-root-user"] if os.geteuid() else []
+    return ["unshare", *user, "--pid", "--fork", "--mount-proc", sys.executable, "-c", _RUN,
+            *args]
 
 
 def read_until(process: subprocess.Popen[str], marker: str) -> list[str]:
     """The lines ``process`` printed up to the one starting with ``marker`` (bounded: the
-    process prints a few lines, then waits)."""
+    process prints a few lines then waits, and is killed if it has not within a minute)."""
     lines = []
-    for _ in range(50):
-        line = process.stdout.readline()  # type: ignore[union-attr]
-        lines.append(line)
-        if not line or line.startswith(marker):
-            break
+    watchdog = threading.Timer(60, process.kill)
+    watchdog.start()
+    try:
+        for _ in range(50):
+            line = process.stdout.readline()  # type: ignore[union-attr]
+            lines.append(line)
+            if not line or line.startswith(marker):
+                break
+    finally:
+        watchdog.cancel()
     assert lines[-1].startswith(marker), lines
     return lines
 
