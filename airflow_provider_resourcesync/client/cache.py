@@ -2,18 +2,24 @@
 
 An unchanged document then costs one request answered 304 and is read again from disk; memory
 does not grow with document size. Least recently used bodies are dropped past ``max_bytes``.
+
+The bodies live in a work folder of the process's own (``workdirs.WorkDir``) under
+``<temp dir>/resourcesync-cache.<user id>``: a run killed with up to ``max_bytes`` stored leaves
+its folder to the next client, which removes it (and the ``resourcesync-cache-*`` folders that
+earlier versions left right in the temp dir, once untouched for an hour).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..workdirs import WorkDir
 
 __all__ = ["CachedDocument", "DocumentCache"]
 
@@ -29,13 +35,16 @@ class CachedDocument:
 
 
 class DocumentCache:
-    """Document bodies by URL, in a private temporary directory removed by :meth:`close`.
+    """Document bodies by URL, in a work folder of this process removed by :meth:`close`.
 
     :param max_bytes: total size kept; older bodies are dropped first.
     """
 
     def __init__(self, max_bytes: int = 2 * 1024 * 1024 * 1024) -> None:
-        self._directory = Path(tempfile.mkdtemp(prefix="resourcesync-cache-"))
+        temp = Path(tempfile.gettempdir())
+        self._work = WorkDir(temp / f"resourcesync-cache.{os.geteuid()}",
+                             legacy=temp.glob("resourcesync-cache-*"))
+        self._directory = self._work.path
         self._max_bytes = max_bytes
         self._entries: OrderedDict[str, CachedDocument] = OrderedDict()
         self._size = 0
@@ -91,4 +100,4 @@ class DocumentCache:
         with self._lock:
             self._entries.clear()
             self._size = 0
-        shutil.rmtree(self._directory, ignore_errors=True)
+        self._work.close()

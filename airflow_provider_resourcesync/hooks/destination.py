@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError
 from ..storage.base import Destination
 from ..storage.local import LocalDestination
-from ..storage.s3 import S3Destination
+from ..storage.s3 import STALE_UPLOAD_AFTER, S3Destination
 
 __all__ = ["DestinationURL", "destination_asset_uri", "destination_from_url"]
 
@@ -77,12 +78,16 @@ def destination_asset_uri(url: str) -> str:
     return DestinationURL.parse(url).asset_uri
 
 
-def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default") -> Destination:
+def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default",
+                         stale_upload_after: timedelta = STALE_UPLOAD_AFTER) -> Destination:
     """The destination at ``url``: a :class:`LocalDestination` (the directory is created if
     missing) or an :class:`S3Destination` whose client is ``S3Hook(aws_conn_id).get_conn()``.
 
     :param url: ``file:///absolute/path``, ``/absolute/path`` or ``s3://bucket/prefix/``.
     :param aws_conn_id: the AWS connection for ``s3://`` (None: boto3's default credentials).
+    :param stale_upload_after: for ``s3://``, incomplete multipart uploads under the prefix older
+        than this (by the server's clock) are aborted before the first write, as left by killed
+        runs. Set it above the longest upload a live run makes to the same prefix.
     :raises ConfigurationError: ``url`` is not one of those forms.
     :raises DestinationError: the local directory cannot be created, or the bucket or prefix
         is not valid.
@@ -94,4 +99,5 @@ def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default") -
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     client = S3Hook(aws_conn_id=aws_conn_id).get_conn()
-    return S3Destination(client, parsed.bucket, parsed.path)
+    return S3Destination(client, parsed.bucket, parsed.path,
+                         stale_upload_after=stale_upload_after)

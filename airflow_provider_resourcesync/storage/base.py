@@ -16,7 +16,18 @@ from typing import BinaryIO
 from ..protocol.closing import ClosedOnExit
 from ..protocol.hashes import Hashes
 
-__all__ = ["Destination", "ObjectInfo", "Staged"]
+__all__ = ["Destination", "ObjectInfo", "Staged", "shown_key"]
+
+#: Characters of a key quoted whole in a message; a longer one is cut to this many.
+_SHOWN = 100
+
+
+def shown_key(key: str) -> str:
+    """``key`` quoted for an error message: whole up to 100 characters, else its first 100,
+    ``...`` and its length (a hostile Source's key can be kilobytes long)."""
+    if len(key) <= _SHOWN:
+        return repr(key)
+    return f"{key[:_SHOWN]!r}... ({len(key)} characters)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ place, so object and description appear together. Where the filesystem has no us
 attributes (or a description is too large for one), it is JSON at ``root/.resourcesync/meta/key``
 instead (the same tree shape as the objects, so it can never clash where the objects do not),
 written after the object. Writes are staged in ``root/.resourcesync/tmp/`` (the same
-filesystem) and committed with :func:`os.replace`, which is atomic: readers and a process that
+filesystem), each process in a folder of its own (``workdirs.WorkDir``: a name a
+re-run cannot collide with, and swept by the next process once its owner is dead, however it
+died), and committed with :func:`os.replace`, which is atomic: readers and a process that
 dies see the old object or the new one. Files are not fsynced (that would cost more than a
 fetch): after a power loss, recent writes may be lost, which an audit by hash finds. The
 metadata is written after the object and only ever describes it or an older version: a crash in
@@ -14,8 +16,9 @@ between, or a torn metadata file (read as no metadata), makes the next sync fetc
 again, never skip it wrongly.
 
 Limitation of local disks (S3 has none): a path cannot be a file and a directory at once, so
-keys ``a`` and ``a/b`` (URIs ``/x`` and ``/x/y`` both mirrored) cannot both be held. The second
-write raises :class:`DestinationError` naming both keys, and nothing stored is lost.
+keys ``a`` and ``a/b`` (URIs ``/x`` and ``/x/y`` both mirrored) cannot both be held, nor a
+path longer than the filesystem allows. Such a write raises :class:`UnstorableKeyError` (a
+re-run cannot help) naming the keys, and nothing stored is lost.
 
 Keys are relative; a key that would resolve outside the root (``..``, an absolute path, a symbolic
 link on the way) is refused, whatever produced it.
@@ -23,6 +26,7 @@ link on the way) is refused, whatever produced it.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
@@ -35,10 +39,11 @@ from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote
 
-from ..errors import DestinationError
+from ..errors import DestinationError, UnstorableKeyError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
-from .base import Destination, ObjectInfo, Staged
+from ..workdirs import WorkDir
+from .base import Destination, ObjectInfo, Staged, shown_key
 from .keys import RESERVED_PREFIX
 
 __all__ = ["LocalDestination", "key_segments"]
@@ -48,6 +53,10 @@ _META = RESERVED_PREFIX + "meta"
 _XATTR = "user.resourcesync"
 _BUFFER = 64 * 1024
 _INTERNAL = (_TMP + "/", _META + "/")
+#: What an operating system says when asked for a file that is not there (or cannot be).
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG})
+_SEPARATE = ("mirror to S3, or give the URIs involved key prefixes (key_prefixes) that keep "
+             "them apart")
 
 
 def key_segments(key: str) -> list[str]:
@@ -58,8 +67,8 @@ def key_segments(key: str) -> list[str]:
     segments = key.split("/")
     if not key or key.startswith("/") or "\x00" in key or any(
             segment in ("", ".", "..") for segment in segments):
-        raise DestinationError(
-            f"key {key!r} is not a relative path of non-empty segments without '.' or '..'")
+        raise DestinationError(f"key {shown_key(key)} is not a relative path of non-empty "
+                               "segments without '.' or '..'")
     return segments
 
 
@@ -72,12 +81,15 @@ class LocalDestination(Destination):
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(os.path.realpath(root))
         self.url = self.root.as_uri() + "/"
-        self._tmp = self.root / _TMP
-        try:
-            self._tmp.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / _TMP
+        try:  # earlier versions staged as stage-<pid>-<n> right in tmp: a re-run could collide
+            self._work = WorkDir(tmp, legacy=itertools.chain(tmp.glob("stage-*"),
+                                                             tmp.glob("probe-*")))
         except OSError as exc:
             raise DestinationError(f"{self.root}: cannot create the mirror's directories: {exc}"
                                    ) from exc
+        self._tmp = self._work.path
+        self._staged = itertools.count()
         # Commits share the tree; deletes and moves, which prune empty directories, have it alone.
         self._tree = _SharedLock()
         self._xattrs = _xattrs_work(self._tmp)
@@ -89,7 +101,8 @@ class LocalDestination(Destination):
     def _segments(key: str) -> list[str]:
         segments = key_segments(key)
         if key in (_TMP, _META) or key.startswith(_INTERNAL):
-            raise DestinationError(f"key {key!r} is inside the destination's own working area")
+            raise DestinationError(
+                f"key {shown_key(key)} is inside the destination's own working area")
         return segments
 
     def _path(self, key: str) -> Path:
@@ -113,8 +126,8 @@ class LocalDestination(Destination):
         return path
 
     def _escapes(self, key: str) -> DestinationError:
-        return DestinationError(f"key {key!r} resolves outside {self.root} (a symbolic link "
-                                "or a path that escapes the root)")
+        return DestinationError(f"key {shown_key(key)} resolves outside {self.root} (a symbolic "
+                                "link or a path that escapes the root)")
 
     def _meta_path(self, key: str) -> Path:
         return self.root / _META / key
@@ -129,15 +142,15 @@ class LocalDestination(Destination):
             except (FileExistsError, NotADirectoryError):
                 raise self._file_in_the_way(key, parent) from None
             if os.path.realpath(parent) != str(parent):
-                raise DestinationError(f"key {key!r} resolves outside {self.root}")
+                raise DestinationError(f"key {shown_key(key)} resolves outside {self.root}")
             self._known.add(str(parent))
 
     def _directory_in_the_way(self, key: str, path: Path) -> DestinationError:
         below = next(self._walk(path), None)
-        holding = f" holding the key {below!r}" if below else ""
-        return DestinationError(
-            f"key {key!r} cannot be written: it is a directory{holding}, and a local disk "
-            "cannot hold both (use S3, or a prefix mapping that separates them)")
+        holding = f" holding the key {shown_key(below)}" if below else ""
+        return UnstorableKeyError(
+            f"key {shown_key(key)} cannot be written: it is a directory{holding}, and a local "
+            f"disk cannot hold both; {_SEPARATE}")
 
     def _file_in_the_way(self, key: str, parent: Path) -> DestinationError:
         for ancestor in (parent, *parent.parents):
@@ -145,11 +158,11 @@ class LocalDestination(Destination):
                 other = ancestor.relative_to(self.root).as_posix()
                 if other.startswith(_META + "/"):
                     other = other[len(_META) + 1:]
-                return DestinationError(
-                    f"key {key!r} cannot be written: the key {other!r} is a file where it needs "
-                    "a directory, and a local disk cannot hold both (use S3, or a prefix "
-                    "mapping that separates them)")
-        return DestinationError(f"key {key!r}: cannot create {parent}")
+                return UnstorableKeyError(
+                    f"key {shown_key(key)} cannot be written: the key {shown_key(other)} is a "
+                    f"file where it needs a directory, and a local disk cannot hold both; "
+                    f"{_SEPARATE}")
+        return DestinationError(f"key {shown_key(key)}: cannot create {parent}")
 
     def _walk(self, top: Path, prefix: str = "") -> Iterator[str]:
         """Regular files under ``top`` whose keys start with ``prefix``, in sorted order; the
@@ -170,7 +183,7 @@ class LocalDestination(Destination):
 
     def stage(self, key: str) -> _LocalStaged:
         self._segments(key)  # a key refused before anything is staged; links are checked on commit
-        with _os_errors(f"cannot stage {key!r} in {self._tmp}"):
+        with _os_errors(f"cannot stage {shown_key(key)} in {self._tmp}"):
             return _LocalStaged(self, key)
 
     def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
@@ -178,7 +191,7 @@ class LocalDestination(Destination):
         attribute set before the rename, else in a metadata file written after it."""
         path = self._path(key)
         data = _info_json(info) if info is not None else None
-        with self._tree.shared(), _os_errors(f"cannot write {key!r} under {self.root}"):
+        with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
             sidecar = None if attached or data is None else self._meta_path(key)
             self._prepare(key, path, *([sidecar] if sidecar else []))
@@ -227,16 +240,23 @@ class LocalDestination(Destination):
         if data is None:
             try:
                 data = self._meta_path(key).read_bytes()
-            except (FileNotFoundError, NotADirectoryError):
+            except OSError as exc:
+                if exc.errno not in _ABSENT:
+                    raise
                 return None
         return _info_from_json(data)
 
     def open(self, key: str) -> BinaryIO:
-        with _os_errors(f"cannot read the object at {key!r} under {self.root}"):
+        with _os_errors(f"cannot read the object at {shown_key(key)} under {self.root}"):
             return self._path(key).open("rb")
 
     def exists(self, key: str) -> bool:
-        return self._path(key).is_file()
+        try:
+            return stat.S_ISREG(os.stat(self._path(key)).st_mode)
+        except OSError as exc:
+            if exc.errno not in _ABSENT:
+                raise
+            return False
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         top = self.root / prefix.rpartition("/")[0]
@@ -252,11 +272,12 @@ class LocalDestination(Destination):
 
     def delete(self, key: str) -> None:
         path, meta = self._path(key), self._meta_path(key)
-        with self._tree.exclusive(), _os_errors(f"cannot delete {key!r} under {self.root}"):
-            if path.is_dir():
-                raise DestinationError(f"key {key!r} is a directory, not an object")
-            path.unlink(missing_ok=True)
-            meta.unlink(missing_ok=True)
+        with self._tree.exclusive(), _os_errors(
+                f"cannot delete {shown_key(key)} under {self.root}"):
+            if os.path.isdir(path):
+                raise DestinationError(f"key {shown_key(key)} is a directory, not an object")
+            _unlink(path)
+            _unlink(meta)
             self._prune(path.parent, self.root)
             self._prune(meta.parent, self.root / _META)
 
@@ -264,10 +285,10 @@ class LocalDestination(Destination):
         path, meta = self._path(key), self._meta_path(key)
         to_path, to_meta = self._path(to_key), self._meta_path(to_key)
         with self._tree.exclusive(), _os_errors(
-                f"cannot move {key!r} to {to_key!r} under {self.root}"):
+                f"cannot move {shown_key(key)} to {shown_key(to_key)} under {self.root}"):
             if not path.is_file():
-                raise DestinationError(f"cannot move {key!r} to {to_key!r}: there is no object "
-                                       f"at {key!r}")
+                raise DestinationError(f"cannot move {shown_key(key)} to {shown_key(to_key)}: "
+                                       f"there is no object at {shown_key(key)}")
             self._prepare(to_key, to_path, to_meta)
             os.replace(path, to_path)
             if meta.is_file():
@@ -286,14 +307,6 @@ class LocalDestination(Destination):
                 return
             self._known.discard(str(directory))
             directory = directory.parent
-
-
-_STAGED = itertools.count()
-
-
-def _stage_name() -> str:
-    """A name no other staging file has: this process's, numbered (cheaper than random names)."""
-    return f"stage-{os.getpid()}-{next(_STAGED)}"
 
 
 def _xattrs_work(directory: Path) -> bool:
@@ -345,7 +358,8 @@ class _LocalStaged(Staged):
     """A staging file in the destination's working area, renamed into place on commit."""
 
     def __init__(self, destination: LocalDestination, key: str) -> None:
-        self._temporary = os.path.join(destination._tmp, _stage_name())
+        # numbered in the destination's own work folder: cheaper than random names
+        self._temporary = os.path.join(destination._tmp, str(next(destination._staged)))
         fd = os.open(self._temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         # write-only: a read-write file costs three more lseek calls per object
         super().__init__(key, os.fdopen(fd, "wb", buffering=_BUFFER))  # no isatty probe either
@@ -357,8 +371,9 @@ class _LocalStaged(Staged):
     def install(self, info: ObjectInfo | None) -> None:
         """Rename the staged bytes into place, with ``info`` if any."""
         if self.committed:
-            raise DestinationError(f"the staged object at {self.key!r} was already committed")
-        with _os_errors(f"cannot write {self.key!r}"):
+            raise DestinationError(
+                f"the staged object at {shown_key(self.key)} was already committed")
+        with _os_errors(f"cannot write {shown_key(self.key)}"):
             self.file.flush()
         self._destination._install(self.key, self._temporary, info)
         self.committed = True
@@ -369,12 +384,26 @@ class _LocalStaged(Staged):
             Path(self._temporary).unlink(missing_ok=True)
 
 
+def _unlink(path: Path) -> None:
+    """Remove the file at ``path``, if there is one."""
+    try:
+        path.unlink()
+    except OSError as exc:
+        if exc.errno not in _ABSENT:
+            raise
+
+
 @contextmanager
 def _os_errors(what: str) -> Iterator[None]:
     """Turn an operating system's refusal into a :class:`DestinationError` saying ``what``."""
     try:
         yield
     except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise UnstorableKeyError(
+                f"{what}: the path is longer than the filesystem allows (commonly 255 bytes a "
+                "name, 4096 a path); mirror to S3, or map the URIs to shorter keys "
+                "(key_prefixes)") from exc
         raise DestinationError(f"{what}: {exc}") from exc
 
 

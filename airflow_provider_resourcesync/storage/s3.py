@@ -4,7 +4,12 @@ A write is staged in a local temporary file and uploaded on commit: a single PUT
 ``multipart_threshold``, a multipart upload (smart-open) above it; either way S3 shows the object
 whole or not at all, and a failed multipart upload is aborted. The :class:`ObjectInfo` travels as
 user metadata (``x-amz-meta-uri``, ``-length``, ``-hash``, ``-lastmod``, ``-type``) and the type as
-``Content-Type``. S3 limits user metadata to 2 KB: a URI too long for it is refused.
+``Content-Type``. S3 limits keys to 1024 bytes and user metadata to 2 KB: a key or a URI too long
+for them is refused with :class:`UnstorableKeyError` (a re-run cannot help).
+
+A killed run leaves its multipart upload incomplete: invisible, but billed. Before its first
+write, a destination aborts the incomplete uploads under its prefix that were started more than
+``stale_upload_after`` ago, by the server's clock (a run still uploading is younger than that).
 
 Every error from botocore becomes a :class:`DestinationError` naming the bucket, the key and the
 error code.
@@ -12,30 +17,39 @@ error code.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any, BinaryIO
 from urllib.parse import quote, unquote
 
 import smart_open.s3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ..errors import DestinationError
+from ..errors import DestinationError, UnstorableKeyError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
-from .base import Destination, ObjectInfo, Staged
+from .base import Destination, ObjectInfo, Staged, shown_key
 from .keys import RESERVED_PREFIX
 from .local import key_segments
 
-__all__ = ["S3Destination"]
+__all__ = ["STALE_UPLOAD_AFTER", "S3Destination"]
 
+_log = logging.getLogger(__name__)
 _MIB = 1024 * 1024
-#: S3's limits: parts of 5 MiB at least (the last excepted), 10,000 parts, 2 KB of metadata.
+#: S3's limits: parts of 5 MiB at least (the last excepted), 10,000 parts, 2 KB of metadata,
+#: keys of 1024 bytes (UTF-8).
 _MIN_PART_SIZE = 5 * _MIB
 _MAX_PARTS = 10_000
 _MAX_METADATA = 2048
+_MAX_KEY = 1024
+#: An incomplete multipart upload older than this was left by a killed run (the default).
+STALE_UPLOAD_AFTER = timedelta(minutes=15)
 #: Printable ASCII but ``%`` passes as it is in ``x-amz-meta-uri``; the rest is percent-encoded.
 _URI_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
 _NOT_FOUND = frozenset({"404", "NoSuchKey", "NotFound"})
@@ -51,11 +65,15 @@ class S3Destination(Destination):
     :param multipart_threshold: objects of this size or more go up as multipart uploads.
     :param part_size: the size of each part (at least 5 MiB; more for objects over 10,000 parts).
     :param page_size: keys asked for per listing request.
+    :param stale_upload_after: incomplete multipart uploads under ``prefix`` started longer ago
+        than this (by the server's clock) are aborted before the first write: a killed run left
+        them. Longer than any upload of a live run takes.
     """
 
     def __init__(self, client: Any, bucket: str, prefix: str = "", *,
                  multipart_threshold: int = 8 * _MIB, part_size: int = 8 * _MIB,
-                 page_size: int = 1000) -> None:
+                 page_size: int = 1000,
+                 stale_upload_after: timedelta = STALE_UPLOAD_AFTER) -> None:
         if not bucket or "/" in bucket:
             raise DestinationError(f"{bucket!r} is not a bucket name")
         prefix = prefix.lstrip("/")
@@ -70,10 +88,22 @@ class S3Destination(Destination):
         self._multipart_threshold = multipart_threshold
         self._part_size = max(part_size, _MIN_PART_SIZE)
         self._page_size = page_size
+        self._stale_upload_after = stale_upload_after
+        self._swept = False
+        self._sweeping = threading.Lock()
 
     def _key(self, key: str) -> str:
         key_segments(key)
-        return self.prefix + key
+        full = self.prefix + key
+        if len(full.encode("utf-8", "surrogatepass")) > _MAX_KEY:
+            raise UnstorableKeyError(
+                f"{self._where(key)}: S3 keys are at most {_MAX_KEY} bytes (UTF-8) "
+                "and this one, with the prefix, is longer; choose a shorter prefix, or map the "
+                "URIs to shorter keys (key_prefixes)")
+        return full
+
+    def _where(self, key: str) -> str:
+        return f"{self.url} key {shown_key(key)}"
 
     @contextmanager
     def _errors(self, action: str, key: str) -> Iterator[None]:
@@ -86,16 +116,15 @@ class S3Destination(Destination):
             cause = exc.__cause__
             if isinstance(cause, ClientError):
                 raise self._error(action, key, cause) from exc
-            raise DestinationError(f"s3://{self.bucket}/{self.prefix}{key}: {action} failed: "
-                                   f"{exc}") from exc
+            raise DestinationError(f"{self._where(key)}: {action} failed: {exc}") from exc
 
     def _error(self, action: str, key: str, exc: ClientError) -> DestinationError:
         error = exc.response.get("Error", {})
         code = str(error.get("Code", "unknown"))
         message = error.get("Message") or exc
         kind = _Missing if code in _NOT_FOUND else DestinationError
-        return kind(f"s3://{self.bucket}/{self.prefix}{key}: {action} failed: {code} "
-                    f"({message}) in bucket {self.bucket!r}")
+        return kind(f"{self._where(key)}: {action} failed: {code} ({message}) in bucket "
+                    f"{self.bucket!r}")
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -107,9 +136,11 @@ class S3Destination(Destination):
         metadata = _metadata(info)
         size = sum(len(name) + len(value) for name, value in metadata.items())
         if size > _MAX_METADATA:
-            raise DestinationError(
-                f"s3://{self.bucket}/{self.prefix}{key}: the description of {info.uri} needs "
-                f"{size} bytes of metadata, more than S3's {_MAX_METADATA}")
+            raise UnstorableKeyError(
+                f"{self._where(key)}: the description of {shown_key(info.uri)} needs {size} bytes "
+                f"of metadata, more than S3's {_MAX_METADATA}; mirror this Source to a local "
+                "destination, which has no such limit")
+        self._abort_stale_uploads()
         length = file.seek(0, 2)
         file.seek(0)
         extra = {"Metadata": metadata, "ContentType": info.type or _BINARY}
@@ -144,7 +175,49 @@ class S3Destination(Destination):
                 upload.terminate()
             raise
 
+    def _abort_stale_uploads(self) -> None:
+        """Once, before the first write: abort the incomplete multipart uploads under the prefix
+        started more than ``stale_upload_after`` ago by the server's clock (the ``Date`` of the
+        listing's answer), so a local clock that is off cannot abort a live run's upload."""
+        with self._sweeping:
+            if self._swept:
+                return
+            self._swept = True
+            try:
+                stale = list(self._stale_uploads())
+            except (ClientError, BotoCoreError) as exc:
+                _log.warning("Cannot list the incomplete multipart uploads under %s (%s): those "
+                             "of killed runs stay until a bucket lifecycle rule "
+                             "(AbortIncompleteMultipartUpload) removes them", self.url, exc)
+                return
+            aborted = 0
+            for upload in stale:
+                try:
+                    self.client.abort_multipart_upload(Bucket=self.bucket, Key=upload["Key"],
+                                                       UploadId=upload["UploadId"])
+                    aborted += 1
+                except (ClientError, BotoCoreError) as exc:
+                    _log.warning("Cannot abort the incomplete multipart upload of s3://%s/%s: %s",
+                                 self.bucket, shown_key(upload["Key"]), exc)
+            if stale:
+                _log.info("Aborted %d incomplete multipart upload(s) of killed runs under %s, "
+                          "started more than %s before the server's time", aborted, self.url,
+                          self._stale_upload_after)
+
+    def _stale_uploads(self) -> Iterator[dict[str, Any]]:
+        paginator = self.client.get_paginator("list_multipart_uploads")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix,
+                                       PaginationConfig={"PageSize": self._page_size}):
+            now = _server_time(page)
+            if now is None:
+                _log.warning("The answer listing the incomplete multipart uploads under %s has "
+                             "no readable Date: none is aborted", self.url)
+                return
+            yield from (upload for upload in page.get("Uploads", ())
+                        if upload["Initiated"] < now - self._stale_upload_after)
+
     def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        self._abort_stale_uploads()
         with self._errors("write", key):
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data,
                                    ContentType=content_type)
@@ -155,7 +228,7 @@ class S3Destination(Destination):
         head = self._head(key)
         if head is None:
             return None
-        return _info(head.get("Metadata", {}), f"s3://{self.bucket}/{self.prefix}{key}")
+        return _info(head.get("Metadata", {}), f"{self._where(key)}")
 
     def _head(self, key: str) -> dict[str, Any] | None:
         """The object's headers; None if there is none (S3 answers a HEAD in a missing bucket
@@ -205,7 +278,8 @@ class S3Destination(Destination):
     def move(self, key: str, to_key: str) -> None:
         """Copy (with the metadata) then delete; objects up to S3's 5 GB copy limit."""
         source = {"Bucket": self.bucket, "Key": self._key(key)}
-        with self._errors(f"copy to {self.prefix}{to_key}", key):
+        self._abort_stale_uploads()
+        with self._errors(f"copy to {shown_key(to_key)}", key):
             self.client.copy_object(Bucket=self.bucket, Key=self._key(to_key),
                                     CopySource=source, MetadataDirective="COPY")
         self.delete(key)
@@ -226,6 +300,16 @@ class _S3Staged(Staged):
 
     def close(self) -> None:
         self.file.close()
+
+
+def _server_time(answer: dict[str, Any]) -> datetime | None:
+    """The server's clock when it answered (the ``Date`` header); None without one."""
+    date = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    try:
+        when = parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 class _Missing(DestinationError):

@@ -11,7 +11,7 @@ from urllib.request import url2pathname
 
 import pytest
 
-from airflow_provider_resourcesync.errors import DestinationError
+from airflow_provider_resourcesync.errors import DestinationError, UnstorableKeyError
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import ObjectInfo
 from airflow_provider_resourcesync.storage.local import LocalDestination
@@ -30,7 +30,9 @@ def write(destination: LocalDestination, key: str, data: bytes,
 
 
 def working_files(destination: LocalDestination) -> list[str]:
-    return os.listdir(destination.root / ".resourcesync" / "tmp")
+    """Staging files left in the working area (each process's folder holds its lock file)."""
+    tmp = destination.root / ".resourcesync" / "tmp"
+    return [path.name for path in tmp.rglob("*") if path.is_file() and path.name != ".lock"]
 
 
 def test_staged_bytes_are_invisible_until_commit(local: LocalDestination) -> None:
@@ -239,10 +241,43 @@ def test_info_of_a_key_that_is_a_directory_or_missing_is_none(local: LocalDestin
     assert local.info("dir/object") is not None
 
 
-def test_a_name_too_long_for_the_disk_is_a_destination_error(local: LocalDestination) -> None:
-    with pytest.raises(DestinationError, match="cannot write"):
-        write(local, "https/h/" + "x" * 300, b"x")
+def assert_unstorable_and_quoted_short(error: BaseException, *keys: str) -> None:
+    """Unstorable: a re-run cannot help, so the message says what to change instead, and quotes
+    each long key by its first 100 characters and its length, not whole."""
+    assert isinstance(error, UnstorableKeyError) and not error.rerun_helps
+    message = str(error)
+    assert "re-run" not in message and "key_prefixes" in message
+    for key in keys:
+        assert f"{key[:100]!r}... ({len(key)} characters)" in message and key not in message
+    assert len(message) < 600
+
+
+@pytest.mark.parametrize("key", [
+    "https/h/" + "x" * 300,  # a name longer than the filesystem's 255 bytes
+    "https/h/" + "/".join(["y" * 200] * 25),  # a path longer than 4096 bytes, of short names
+])
+def test_a_key_too_long_for_the_disk_is_unstorable(local: LocalDestination, key: str) -> None:
+    write(local, "https/h/kept", b"kept")
+    with pytest.raises(DestinationError, match="cannot write") as caught:
+        write(local, key, b"x")
+    assert_unstorable_and_quoted_short(caught.value, key)
     assert working_files(local) == []
+    assert not local.exists(key) and local.info(key) is None
+    local.delete(key)  # nothing there: nothing to do
+    assert list(local.keys()) == ["https/h/kept"]
+
+
+@pytest.mark.parametrize(("first", "second"), [("https/h/x", "https/h/x/" + "y" * 150),
+                                               ("https/h/x/" + "y" * 150, "https/h/x")])
+def test_a_file_and_directory_clash_is_unstorable(local: LocalDestination, first: str,
+                                                  second: str) -> None:
+    write(local, first, b"first")
+    with pytest.raises(DestinationError) as caught:
+        write(local, second, b"second")
+    long = max(first, second, key=len)
+    assert_unstorable_and_quoted_short(caught.value, long)
+    assert "'https/h/x'" in str(caught.value)
+    assert local.read_bytes(first) == b"first"
 
 
 def test_object_url_is_a_file_url_of_the_object(local: LocalDestination) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from airflow_provider_resourcesync.errors import DestinationError
+from airflow_provider_resourcesync.errors import DestinationError, UnstorableKeyError
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import ObjectInfo
 from airflow_provider_resourcesync.storage.s3 import S3Destination
@@ -72,11 +72,26 @@ def test_metadata_travels_with_the_object(s3: S3Destination) -> None:
     assert s3.info("missing") is None and not s3.exists("missing")
 
 
-def test_metadata_too_large_for_s3_is_refused(s3: S3Destination) -> None:
+def test_metadata_too_large_for_s3_is_unstorable(s3: S3Destination) -> None:
     info = ObjectInfo("https://h/" + "x" * 3000, 1, Hashes(()))
-    with pytest.raises(DestinationError, match="2048"):
+    with pytest.raises(UnstorableKeyError, match="2048") as caught:
         write(s3, "k", b"x", info)
+    assert not caught.value.rerun_helps and "re-run" not in str(caught.value)
+    assert f"{info.uri[:100]!r}... (3010 characters)" in str(caught.value)
     assert not s3.exists("k")
+
+
+def test_a_key_over_1024_bytes_is_unstorable(s3: S3Destination) -> None:
+    key = "https/h/" + "/".join(["é" * 100] * 6)  # 613 characters, 1213 bytes in UTF-8
+    with pytest.raises(UnstorableKeyError, match="1024") as caught:
+        write(s3, key, b"x")
+    message = str(caught.value)
+    assert not caught.value.rerun_helps and "re-run" not in message
+    assert "key_prefixes" in message and s3.url in message
+    assert f"{key[:100]!r}... (613 characters)" in message and key not in message
+    fits = "https/h/" + "é" * ((1024 - len(s3.prefix) - 8) // 2)  # 1023 bytes with the prefix
+    write(s3, fits, b"x")
+    assert list(s3.keys()) == [fits]
 
 
 def test_a_large_object_goes_up_as_multipart_with_its_metadata(s3: S3Destination) -> None:
