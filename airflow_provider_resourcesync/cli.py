@@ -64,11 +64,18 @@ def _parser() -> argparse.ArgumentParser:
     group.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
                        type=_header, help="extra request header for the URL's origin "
                        "(repeatable)")
-    group.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
-                       help="another host that may be fetched from, e.g. a CDN (repeatable)")
+    group.add_argument("--allowed-host", action="append", default=[], metavar="HOST[:PORT]",
+                       help="another host that may be fetched from, e.g. a CDN; without a "
+                       "port, ports 80 and 443 (repeatable)")
     group.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                        help=f"connect and read timeout (default: {defaults.connect_timeout:g} "
                        f"to connect, {defaults.read_timeout:g} to read)")
+    group.add_argument("--request-timeout", type=_seconds, metavar="SECONDS",
+                       help="seconds for a whole request, head and body (default: "
+                       f"{defaults.request_timeout:g})")
+    group.add_argument("--retry-budget", type=_seconds, metavar="SECONDS",
+                       help="seconds the command may spend on retries, waits and failed tries "
+                       f"(default: {defaults.retry_budget:g})")
     group.add_argument("--tries", type=_tries, metavar="N", help="attempts per request, the "
                        f"first included (default: {defaults.max_tries})")
 
@@ -138,6 +145,7 @@ def _client(args: argparse.Namespace, url: str) -> ResourceSyncClient:
         policy = policy_from_options(
             base_url=url, username=args.user, password=args.password, token=args.token,
             headers=dict(args.header), connect_timeout=args.timeout, read_timeout=args.timeout,
+            request_timeout=args.request_timeout, retry_budget=args.retry_budget,
             max_tries=args.tries, allowed_hosts=args.allowed_host,
             allow_private=args.allow_private)
     except ValueError as error:  # names the option at fault

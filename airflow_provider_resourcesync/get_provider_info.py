@@ -45,6 +45,18 @@ _CONN_FIELDS: dict[str, Any] = {
         "description": "Seconds to wait for any bytes of a response.",
         "schema": {"type": ["number", "null"], "default": 60.0, "exclusiveMinimum": 0},
     },
+    "request_timeout": {
+        "label": "Request timeout (s)",
+        "description": "Seconds for a whole request, its head and its body; a slower try is "
+        "cut off and counts as failed. Raise it for very large resources.",
+        "schema": {"type": ["number", "null"], "default": 900.0, "exclusiveMinimum": 0},
+    },
+    "retry_budget": {
+        "label": "Retry budget (s)",
+        "description": "Seconds a run may spend on retries: the waits between tries and the "
+        "failed tries themselves. Once spent, nothing more is retried in that run.",
+        "schema": {"type": ["number", "null"], "default": 900.0, "exclusiveMinimum": 0},
+    },
     "max_tries": {
         "label": "Tries per request",
         "description": "Attempts per request, the first included (429, 5xx and network errors "
@@ -58,8 +70,10 @@ _CONN_FIELDS: dict[str, Any] = {
     },
     "allowed_hosts": {
         "label": "Allowed hosts",
-        "description": "Host names, separated by commas, that may be fetched from besides the "
-        "base URL's host and declared mirrors (e.g. a CDN). No credentials go there.",
+        "description": "Hosts, separated by commas, that may be fetched from besides the base "
+        "URL's origin (e.g. a CDN): a name means that host on ports 80 and 443, name:port that "
+        "port. Resources and their duplicate links elsewhere are not fetched. No credentials "
+        "go there.",
         "schema": {"type": ["string", "null"]},
     },
     "allow_private": {
@@ -113,7 +127,7 @@ def get_provider_info() -> dict[str, Any]:
                         "password": "optional",
                         "token": "optional; instead of basic auth",
                         "headers": '{"X-Api-Key": "..."}',
-                        "allowed_hosts": "cdn.example.org, mirror.example.net",
+                        "allowed_hosts": "cdn.example.org, mirror.example.net:8443",
                     },
                 },
                 "conn-fields": _CONN_FIELDS,

@@ -73,7 +73,9 @@ def test_the_form_defaults_are_the_client_defaults() -> None:
     defaults = {name: field["schema"].get("default")
                 for name, field in connection_type["conn-fields"].items()}
     policy = ClientPolicy()
-    assert (defaults["connect_timeout"], defaults["read_timeout"], defaults["max_tries"],
-            defaults["concurrency"], defaults["allow_private"], defaults["verify_tls"]) == (
-        policy.connect_timeout, policy.read_timeout, policy.max_tries,
-        policy.concurrency_per_host, policy.allow_private, policy.verify)
+    assert (defaults["connect_timeout"], defaults["read_timeout"], defaults["request_timeout"],
+            defaults["retry_budget"], defaults["max_tries"], defaults["concurrency"],
+            defaults["allow_private"], defaults["verify_tls"]) == (
+        policy.connect_timeout, policy.read_timeout, policy.request_timeout,
+        policy.retry_budget, policy.max_tries, policy.concurrency_per_host,
+        policy.allow_private, policy.verify)

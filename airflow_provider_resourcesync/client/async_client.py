@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from types import TracebackType
 from typing import TypeVar
 from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 import httpx
 
 from ..errors import ContentMismatchError
+from .addresses import checked_async_transport
 from .cache import DocumentCache
 from .exchange import Exchange
 from .guard import HostGuard
 from .policy import ClientPolicy
+from .retry import RetryBudget
 from .sinks import DocumentSink, FetchedDocument, Page, PageSink
 from .sync_client import MAX_PAGE_BYTES, Sink, httpx_settings
 
@@ -30,15 +34,23 @@ class AsyncResourceSyncClient:
     """Async HTTP access to one ResourceSync Source (documents and pages; triggers poll with it).
 
     :param policy: timeouts, retries, limits, credentials and reachable hosts.
-    :param source_urls: URLs whose hosts are the Source's (at least the base URL).
+    :param source_urls: URLs whose origins are the Source's (at least the base URL).
+    :param transport: the wire; by default httpx's, connecting only to the addresses checked
+        (:mod:`.addresses`). With any other (and behind a proxy) each request's host is
+        resolved and checked beforehand, and the wire may resolve it again.
     """
 
     def __init__(self, policy: ClientPolicy | None = None, *, source_urls: Iterable[str] = (),
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
         self.policy = policy or ClientPolicy()
         self.guard = HostGuard(self.policy, source_urls)
+        self.budget = RetryBudget(self.policy.retry_budget)
         self.cache = DocumentCache()
-        self._http = httpx.AsyncClient(transport=transport, **httpx_settings(self.policy))
+        settings = httpx_settings(self.policy)
+        self._precheck = transport is not None or bool(getproxies())
+        if not self._precheck and not self.policy.allow_private:
+            transport = checked_async_transport(settings, self.guard.check_resolved)
+        self._http = httpx.AsyncClient(transport=transport, **settings)
         self._slots: dict[str, asyncio.Semaphore] = {}
 
     async def fetch_document(self, url: str) -> FetchedDocument:
@@ -52,21 +64,24 @@ class AsyncResourceSyncClient:
 
     async def _get(self, url: str, sink: Sink[T], *, headers: dict[str, str] | None = None
                    ) -> T:
-        exchange = Exchange(self.policy, self.guard, url, headers=headers)
+        exchange = Exchange(self.policy, self.guard, self.budget, url, headers=headers)
         while True:
-            await self.guard.acheck_addresses(exchange.url)
+            if self._precheck:
+                await self.guard.acheck_addresses(exchange.url)
             try:
-                async with self._slot(exchange.url), self._http.stream(
+                async with self._slot(exchange.url), asyncio.timeout(
+                        exchange.begin() - time.monotonic()), self._http.stream(
                         "GET", exchange.url, headers=exchange.headers) as response:
                     step = exchange.on_response(response)
                     if step.deliver:
                         sink.start(response, exchange.url, exchange.tries)
                         async for chunk in response.aiter_bytes():
+                            exchange.check_deadline()
                             sink.write(chunk)
                         return sink.finish()
-            except httpx.TransportError as error:
+            except (httpx.TransportError, TimeoutError) as error:
                 sink.discard()
-                step = exchange.on_error(error)
+                step = exchange.on_error(error, sink.received)
             except ContentMismatchError as error:
                 sink.discard()
                 step = exchange.on_mismatch(error)

@@ -1,8 +1,11 @@
-"""Where fetches may go: the Source's hosts and declared mirrors, never private addresses.
+"""Where fetches may go: the Source's origins and those the connection allows, never private
+addresses.
 
-Host names are checked before every request and every redirect; the addresses a name resolves to
-are checked too (once per host), so a public name pointing at a private or link-local address is
-refused unless the policy allows private addresses.
+Every request and every redirect hop is checked against the allowed origins (scheme, host and
+port): the Source's base URL's, those of ``allowed_hosts``, and any a caller adds
+(:meth:`HostGuard.allow`). What a Source lists (a resource's ``loc``, its ``duplicate`` links, a
+dump's manifest) adds none. The addresses a host name resolves to are checked by the connection
+that uses them (:mod:`.addresses`), so the address checked is the address connected to.
 """
 
 from __future__ import annotations
@@ -15,106 +18,108 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from ..errors import UnsafeContentError
-from .policy import ClientPolicy
+from .policy import DEFAULT_PORTS, ClientPolicy, Origin, allowed_origins, origin, origin_text
 
 __all__ = ["HostGuard"]
 
-_SCHEMES = frozenset({"http", "https"})
-_HOSTS_RULE = "fetches go only to the Source's hosts and declared mirrors"
+_HOSTS_RULE = ("fetches go only to the Source's origins (scheme, host and port) and the hosts "
+              "the connection allows")
 _PRIVATE_RULE = "no private, loopback or link-local addresses unless the connection allows them"
 
 
 class HostGuard:
-    """Checks URLs against the allowed hosts, and host names against the addresses they resolve to.
+    """Checks URLs against the allowed origins, and resolved addresses against the private rule.
 
     :param policy: its ``allowed_hosts`` and ``allow_private``.
-    :param source_urls: URLs whose hosts belong to the Source (the connection's base URL).
+    :param source_urls: URLs whose origins are the Source's (the connection's base URL); an
+        http one on port 80 allows https on port 443 of its host too (an upgrade redirect).
     """
 
     def __init__(self, policy: ClientPolicy, source_urls: Iterable[str] = ()) -> None:
-        self._hosts = {host.lower() for host in policy.allowed_hosts}
-        self._hosts.update(_host(url) for url in source_urls)
+        self._origins: set[Origin] = set()
+        for entry in policy.allowed_hosts:
+            self._origins.update(allowed_origins(entry))
+        for url in source_urls:
+            scheme, host, port = where = origin(url)
+            self._origins.add(where)
+            if (scheme, port) == ("http", DEFAULT_PORTS["http"]):
+                self._origins.add(("https", host, DEFAULT_PORTS["https"]))
         self._allow_private = policy.allow_private
-        self._verdicts: dict[str, str | None] = {}
         self._lock = threading.Lock()
 
     @property
-    def hosts(self) -> frozenset[str]:
-        return frozenset(self._hosts)
+    def origins(self) -> frozenset[Origin]:
+        with self._lock:
+            return frozenset(self._origins)
 
     def allow(self, url: str) -> None:
-        """Add the host of ``url`` (a Source found by discovery, a declared mirror)."""
+        """Allow the origin of ``url`` (a Source the caller chose, such as one found by
+        discovery)."""
         with self._lock:
-            self._hosts.add(_host(url))
+            self._origins.add(origin(url))
 
-    def check_url(self, url: str, also: Iterable[str] = ()) -> str:
-        """The URL's host, if the URL may be fetched; ``also``: mirror URLs allowed for this call.
+    def check_url(self, url: str) -> Origin:
+        """The URL's origin, if the URL may be fetched.
 
-        :raises UnsafeContentError: naming the URL and the rule.
+        :raises UnsafeContentError: naming the URL, the allowed origins and the rule.
         """
         parts = urlsplit(url)
-        if parts.scheme.lower() not in _SCHEMES:
+        if parts.scheme.lower() not in DEFAULT_PORTS:
             raise UnsafeContentError(f"{parts.scheme!r} URLs are not fetched", rule=_HOSTS_RULE,
                                      url=url)
-        host = _host(url)
-        if host not in self._hosts and host not in {_host(u) for u in also}:
+        if "@" in parts.netloc:
             raise UnsafeContentError(
-                f"host {host!r} is not one of the Source's hosts {sorted(self._hosts)} "
-                "(add it to the connection's allowed hosts)", rule=_HOSTS_RULE, url=url)
-        return host
+                "a URL carrying a user name or password is not fetched", rule=_HOSTS_RULE,
+                url=url)
+        try:
+            where = origin(url)
+        except ValueError:
+            raise UnsafeContentError("the URL's port is not a number", rule=_HOSTS_RULE,
+                                     url=url) from None
+        if where not in self._origins:
+            text = origin_text(where)
+            raise UnsafeContentError(
+                f"{text} is not one of the Source's hosts (allowed origins: "
+                f"{', '.join(sorted(map(origin_text, self.origins)))}); to fetch from it, add "
+                f"{text.partition('://')[2]} to the connection's allowed hosts", rule=_HOSTS_RULE,
+                url=url)
+        return where
 
-    def check_addresses(self, url: str) -> None:
-        """Resolve the URL's host (once) and refuse private addresses. Blocking: sync client."""
-        host = _host(url)
-        if self._needs_lookup(host):
-            self._record(host, self._verdict(host, _resolve(host, _port(url))))
-        self._raise_if_refused(host, url)
-
-    async def acheck_addresses(self, url: str) -> None:
-        """:meth:`check_addresses` for the async client."""
-        host = _host(url)
-        if self._needs_lookup(host):
-            loop = asyncio.get_running_loop()
-            try:
-                infos = await loop.getaddrinfo(host, _port(url), type=socket.SOCK_STREAM)
-            except OSError:
-                infos = []  # the request itself will fail with a clear connection error
-            self._record(host, self._verdict(host, [info[4][0] for info in infos]))
-        self._raise_if_refused(host, url)
-
-    def _needs_lookup(self, host: str) -> bool:
-        return not self._allow_private and host not in self._verdicts
-
-    def _record(self, host: str, verdict: str | None) -> None:
-        with self._lock:
-            self._verdicts[host] = verdict
-
-    def _raise_if_refused(self, host: str, url: str) -> None:
-        problem = None if self._allow_private else self._verdicts.get(host)
-        if problem is not None:
-            raise UnsafeContentError(problem, rule=_PRIVATE_RULE, url=url)
-
-    @staticmethod
-    def _verdict(host: str, addresses: Iterable[str]) -> str | None:
+    def check_resolved(self, url: str, addresses: Iterable[str]) -> None:
+        """Refuse ``url`` if its host resolved to any non-public address (unless the policy
+        allows private addresses). Called with the addresses the connection will use."""
+        if self._allow_private:
+            return
         for text in addresses:
             address = ipaddress.ip_address(text.split("%", 1)[0])
             if not address.is_global or address.is_multicast:
-                return f"host {host!r} resolves to the non-public address {address}"
-        return None
+                raise UnsafeContentError(
+                    f"host {urlsplit(url).hostname!r} resolves to the non-public address "
+                    f"{address}", rule=_PRIVATE_RULE, url=url)
+
+    def check_addresses(self, url: str) -> None:
+        """Resolve the URL's host and check its addresses, for a connection made by someone
+        else (a proxy), which may resolve the name again. Blocking: sync client."""
+        if not self._allow_private:
+            host, port = _host_port(url)
+            try:
+                infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            except OSError:
+                return  # the request itself fails with a clear connection error
+            self.check_resolved(url, (str(info[4][0]) for info in infos))
+
+    async def acheck_addresses(self, url: str) -> None:
+        """:meth:`check_addresses` for the async client."""
+        if not self._allow_private:
+            host, port = _host_port(url)
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM)
+            except OSError:
+                return
+            self.check_resolved(url, (str(info[4][0]) for info in infos))
 
 
-def _host(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
-
-
-def _port(url: str) -> int:
-    parts = urlsplit(url)
-    return parts.port or (443 if parts.scheme.lower() == "https" else 80)
-
-
-def _resolve(host: str, port: int) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
-        return []  # the request itself will fail with a clear connection error
-    return [str(info[4][0]) for info in infos]
+def _host_port(url: str) -> tuple[str, int]:
+    _, host, port = origin(url)
+    return host, port

@@ -19,7 +19,7 @@ __all__ = ["MAX_HEADERS", "MAX_LINE", "Malformed", "chunks", "counted", "framing
 #: The longest line of a response head, and the most header fields in one.
 MAX_LINE = 64 * 1024
 MAX_HEADERS = 100
-#: Bytes read at a time from a body.
+#: The most bytes read at a time from a body.
 CHUNK = 64 * 1024
 
 _HEX = frozenset(string.hexdigits.encode())
@@ -111,14 +111,16 @@ def framing(method: str, version: bytes, status: int, headers: list[tuple[bytes,
 
 
 def until_close(reader: BufferedReader) -> Iterator[bytes]:
-    """A body without a length: everything up to the close."""
-    while chunk := reader.read(CHUNK):
+    """A body without a length: everything up to the close, as it arrives."""
+    while chunk := reader.read1(CHUNK):
         yield chunk
 
 
 def counted(reader: BufferedReader, length: int) -> Iterator[bytes]:
+    """``length`` bytes of a body, as they arrive (a slow Source's first bytes are seen before
+    the rest, so a consumer can refuse them early)."""
     while length:
-        chunk = reader.read(min(CHUNK, length))
+        chunk = reader.read1(min(CHUNK, length))
         if not chunk:
             raise Malformed("the server closed the connection before the whole body arrived "
                              f"({length} bytes missing)")

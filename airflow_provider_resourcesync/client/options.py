@@ -8,12 +8,11 @@ module checks them and builds the policy, naming the option at fault in every
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
-from .policy import ClientPolicy, Credentials
+from .policy import ClientPolicy, Credentials, allowed_origins
 
 __all__ = ["check_base_url", "check_host", "policy_from_options"]
 
@@ -38,16 +37,11 @@ def check_base_url(url: str) -> str:
 
 
 def check_host(name: str) -> str:
-    """A host name or IP address, lower case, for ``allowed_hosts``; ValueError for a URL or a
-    name with a port or path (the host guard compares host names only)."""
-    host = name.strip().lower()
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not host or any(c in host for c in "/@?# ") or (":" in host and not _is_ip(host)):
-        raise ConfigurationError(
-            f"allowed_hosts: {name!r} is not a host name (write a name like cdn.example.org, "
-            "with no scheme, port or path)")
-    return host
+    """An ``allowed_hosts`` entry, lower case: a host name or IP address, with or without a
+    port (``cdn.example.org``, ``cdn.example.org:8443``, ``[::1]:8080``); ConfigurationError
+    for a URL or a name with a path."""
+    allowed_origins(name)
+    return name.strip().lower()
 
 
 def policy_from_options(
@@ -60,6 +54,8 @@ def policy_from_options(
     user_agent: str | None = None,
     connect_timeout: float | None = None,
     read_timeout: float | None = None,
+    request_timeout: float | None = None,
+    retry_budget: float | None = None,
     max_tries: int | None = None,
     concurrency: int | None = None,
     allowed_hosts: Iterable[str] = (),
@@ -76,9 +72,12 @@ def policy_from_options(
     :param user_agent: the ``User-Agent`` header.
     :param connect_timeout: seconds to open a connection (> 0).
     :param read_timeout: seconds to wait for any bytes of a response (> 0).
+    :param request_timeout: seconds for a whole request, head and body (> 0).
+    :param retry_budget: seconds a run may spend on retries, waits and failed tries (> 0).
     :param max_tries: attempts per request, the first included (>= 1).
     :param concurrency: requests in flight to one host at once (>= 1).
-    :param allowed_hosts: hosts besides the base URL's that may be fetched from (a CDN).
+    :param allowed_hosts: hosts besides the base URL's origin that may be fetched from (a CDN):
+        ``name`` (ports 80 and 443) or ``name:port``.
     :param allow_private: allow private, loopback and link-local addresses.
     :param verify_tls: verify TLS certificates.
     :raises ConfigurationError: naming the option at fault.
@@ -89,7 +88,8 @@ def policy_from_options(
     if password and not username:
         raise ConfigurationError(
             "password: a password needs a login (for a bearer token use token)")
-    for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout)):
+    for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
+                        ("request_timeout", request_timeout), ("retry_budget", retry_budget)):
         if value is not None and not value > 0:
             raise ConfigurationError(f"{name} must be a number of seconds above 0, not {value!r}")
     for name, count in (("max_tries", max_tries), ("concurrency", concurrency)):
@@ -103,6 +103,7 @@ def policy_from_options(
                                   token=token or None, headers=header_pairs)
     settings: dict[str, object] = {
         "connect_timeout": connect_timeout, "read_timeout": read_timeout,
+        "request_timeout": request_timeout, "retry_budget": retry_budget,
         "max_tries": max_tries, "concurrency_per_host": concurrency,
         "user_agent": user_agent or None,
     }
@@ -124,11 +125,3 @@ def _check_headers(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:
         if any(c in name + value for c in "\r\n") or any(c in name for c in " :"):
             raise ConfigurationError(f"headers: {name!r} has a character a header cannot carry")
         yield name.strip(), value
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True

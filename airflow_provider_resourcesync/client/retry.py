@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import random
+import threading
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
@@ -11,7 +13,9 @@ import httpx
 from ..errors import FetchError
 from .policy import ClientPolicy
 
-__all__ = ["RETRY_STATUSES", "Attempts", "retry_after_seconds"]
+__all__ = ["RETRY_STATUSES", "Attempts", "RetryBudget", "retry_after_seconds"]
+
+log = logging.getLogger(__name__)
 
 #: Statuses worth another try (DESIGN.md: 429 and 5xx).
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -33,15 +37,47 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
+class RetryBudget:
+    """What one client (one run) may spend on retries: the waits between tries and the failed
+    tries themselves, in seconds. Shared by every request of the client, thread-safe."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self._left = seconds
+        self._lock = threading.Lock()
+        self._told = False
+
+    def spend(self, seconds: float) -> None:
+        """A failed try took ``seconds``."""
+        with self._lock:
+            self._left -= seconds
+
+    def wait(self, delay: float, url: str) -> bool:
+        """Take ``delay`` for a wait before a retry of ``url``; False (and nothing taken) when
+        less than that is left. The first refusal is logged."""
+        with self._lock:
+            if self._left > 0 and delay <= self._left:
+                self._left -= delay
+                return True
+            told, self._told = self._told, True
+        if not told:
+            log.warning("The retry_budget of %g s for this run is spent (the next retry of %s "
+                        "would wait %.1f s): nothing more is retried in this run", self.seconds,
+                        url, delay)
+        return False
+
+
 class Attempts:
     """The tries of one request, counted as they start, and the delay before each retry.
 
-    :raises FetchError: when the tries are used up, or the server asks to wait longer than the
-        policy allows; the error names the URL, the last status and the number of tries.
+    :raises FetchError: when the tries or the run's retry budget are used up, or the server
+        asks to wait longer than the policy allows; the error names the URL, the last status
+        and the number of tries.
     """
 
-    def __init__(self, policy: ClientPolicy, url: str) -> None:
+    def __init__(self, policy: ClientPolicy, url: str, budget: RetryBudget) -> None:
         self._policy = policy
+        self._budget = budget
         self.url = url
         self.tries = 0
 
@@ -72,6 +108,13 @@ class Attempts:
         if self.spent:
             raise FetchError(problem, url=self.url, status=status, tries=self.tries)
         if asked is not None:
-            return asked
-        ceiling = min(self._policy.max_backoff, self._policy.backoff * 2 ** (self.tries - 1))
-        return random.uniform(0, ceiling)  # full jitter
+            delay = asked
+        else:
+            ceiling = min(self._policy.max_backoff, self._policy.backoff * 2 ** (self.tries - 1))
+            delay = random.uniform(0, ceiling)  # full jitter
+        if not self._budget.wait(delay, self.url):
+            raise FetchError(
+                f"{problem}; not retried: the retry_budget of {self._budget.seconds:g} s for "
+                "this run is spent (raise retry_budget on the connection, or re-run when the "
+                "Source is healthy)", url=self.url, status=status, tries=self.tries)
+        return delay

@@ -1,8 +1,8 @@
 """Where response bodies go: a document into the cache, a resource into the caller's file.
 
-Both enforce a size cap while streaming; a resource is verified against its ``hash`` and
-``length`` before the caller may use it. Shared by the sync and the async client, which only
-differ in how they iterate a body.
+Both enforce a size cap while streaming; a resource is cut off the moment it passes its listed
+``length``, and verified against its ``hash`` and ``length`` before the caller may use it.
+Shared by the sync and the async client, which only differ in how they iterate a body.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import IO, BinaryIO
 
 import httpx
 
-from ..errors import FetchError, UnsafeContentError
+from ..errors import ContentMismatchError, FetchError, UnsafeContentError
 from ..protocol.hashes import Digester, Hashes
 from ..protocol.model import Metadata
 from .cache import CachedDocument, DocumentCache
@@ -60,6 +60,17 @@ class Page:
         return self.body.decode("utf-8", errors="replace")
 
 
+def _declared_length(response: httpx.Response) -> int | None:
+    """The body's ``Content-Length``, when it counts the bytes the sink sees (no content
+    coding, which httpx decodes)."""
+    declared = response.headers.get("Content-Length")
+    if declared is None or not declared.isdigit():
+        return None
+    if response.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+        return None
+    return int(declared)
+
+
 class _CappedSink:
     """Counts a body against a cap, refusing early on a declared ``Content-Length``."""
 
@@ -67,6 +78,13 @@ class _CappedSink:
         self.url = url
         self._max_bytes = max_bytes
         self._count = 0
+        self._declared: int | None = None
+
+    def received(self) -> str:
+        """How much of the body of the try that started last arrived, for an error."""
+        if self._declared is None:
+            return f"{self._count} bytes arrived"
+        return f"{self._count} of {self._declared} bytes arrived"
 
     def _start(self, response: httpx.Response, ok: frozenset[int], tries: int) -> None:
         if response.status_code not in ok:
@@ -76,6 +94,7 @@ class _CappedSink:
         if declared is not None and declared.isdigit() and int(declared) > self._max_bytes:
             raise self._too_large(int(declared))
         self._count = 0
+        self._declared = _declared_length(response)
 
     def _counted(self, chunk: bytes) -> bytes:
         self._count += len(chunk)
@@ -162,6 +181,7 @@ class ResourceSink(_CappedSink):
         super().__init__("", max_bytes)
         self._dest = dest
         self._expected = expected
+        self._listed = expected.length if expected is not None else None
         self._algorithms = ("md5", "sha-256", *_known(expected))
         self._digester = Digester(self._algorithms)
         self._response: httpx.Response | None = None
@@ -171,10 +191,20 @@ class ResourceSink(_CappedSink):
         self._start(response, self._OK, tries)
         self._response = response
         self.discard()
+        if self._listed is not None and self._declared is not None and (
+                self._declared > self._listed):
+            raise self._longer(f"{self._declared} (its Content-Length; not read)")
 
     def write(self, chunk: bytes) -> None:
         self._digester.update(self._counted(chunk))  # counted first: a retry starts afresh
+        if self._listed is not None and self._count > self._listed:
+            raise self._longer(f"more: cut off at {self._count} bytes")
         self._dest.write(chunk)
+
+    def _longer(self, actual: str) -> ContentMismatchError:
+        """A body longer than the listed ``length``, refused before it is stored."""
+        return ContentMismatchError(url=self.url, what="length", expected=str(self._listed),
+                                    actual=actual)
 
     def finish(self) -> Download:
         response = self._response

@@ -20,10 +20,11 @@ from .cache import DocumentCache
 from .exchange import Exchange
 from .guard import HostGuard
 from .policy import ClientPolicy
+from .retry import RetryBudget
 from .sinks import DocumentSink, Download, FetchedDocument, Page, PageSink, ResourceSink
 from .transport import default_transport
 
-__all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "httpx_settings", "mirror_urls"]
+__all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "duplicate_urls", "httpx_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ class Sink(Protocol[T]):
     def write(self, chunk: bytes) -> None: ...
     def finish(self) -> T: ...
     def discard(self) -> None: ...
+    def received(self) -> str: ...
 
 
 def httpx_settings(policy: ClientPolicy) -> dict[str, object]:
@@ -55,11 +57,10 @@ def httpx_settings(policy: ClientPolicy) -> dict[str, object]:
     }
 
 
-def mirror_urls(entry: Entry) -> list[str]:
-    """Where a resource may be fetched: its ``duplicate`` links by ``pri`` (14.2), then ``loc``."""
-    mirrors = [link.href for link in entry.links_for("duplicate")
-               if link.href.lower().startswith(("http://", "https://"))]
-    return [*mirrors, entry.loc]
+def duplicate_urls(entry: Entry) -> list[str]:
+    """The http(s) URLs of a resource's ``duplicate`` links (its mirrors, 14.2), by ``pri``."""
+    return [link.href for link in entry.links_for("duplicate")
+            if link.href.lower().startswith(("http://", "https://"))]
 
 
 class _Cookies(httpx.Cookies):
@@ -75,16 +76,24 @@ class ResourceSyncClient(ClosedOnExit):
     """HTTP access to one ResourceSync Source, safe to share between threads.
 
     :param policy: timeouts, retries, limits, credentials and reachable hosts.
-    :param source_urls: URLs whose hosts are the Source's (at least the base URL).
+    :param source_urls: URLs whose origins are the Source's (at least the base URL).
+    :param transport: the wire; by default :class:`.transport.SocketTransport`, which checks
+        the addresses it connects to. With any other (and behind a proxy) each request's host
+        is resolved and checked beforehand, and the wire may resolve it again.
     """
 
     def __init__(self, policy: ClientPolicy | None = None, *, source_urls: Iterable[str] = (),
                  transport: httpx.BaseTransport | None = None) -> None:
         self.policy = policy or ClientPolicy()
         self.guard = HostGuard(self.policy, source_urls)
+        self.budget = RetryBudget(self.policy.retry_budget)
         self.cache = DocumentCache()
-        self._http = httpx.Client(transport=transport or default_transport(self.policy),
-                                  **httpx_settings(self.policy))
+        if transport is None:
+            transport = default_transport(self.policy, self.guard.check_resolved)
+            self._precheck = transport is None  # a proxy connects: check before asking it
+        else:
+            self._precheck = True
+        self._http = httpx.Client(transport=transport, **httpx_settings(self.policy))
         self._http._cookies = _Cookies()  # the client's store (its setter would copy ours)
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
@@ -114,49 +123,64 @@ class ResourceSyncClient(ClosedOnExit):
 
     # -- resources -------------------------------------------------------------------------------
 
-    def download(self, url: str, dest: BinaryIO, *, expected: Metadata | None = None,
-                 mirrors: Iterable[str] = ()) -> Download:
+    def download(self, url: str, dest: BinaryIO, *, expected: Metadata | None = None
+                 ) -> Download:
         """Stream ``url`` into ``dest`` (empty, seekable; rewound for each retry) and verify it
-        against ``expected`` (hash and length). ``mirrors`` may be reached by this call's
-        redirects.
+        against ``expected`` (hash and length; a body longer than the length is cut off).
 
         :raises ContentMismatchError: still mismatched after the policy's tries.
         """
         sink = ResourceSink(dest, expected, self.policy.max_resource_bytes)
-        return self._get(url, sink, mirrors=mirrors)
+        return self._get(url, sink)
 
     def download_entry(self, entry: Entry, dest: BinaryIO) -> Download:
-        """Download a listed resource from its mirrors in ``pri`` order, falling back to ``loc``."""
-        candidates = mirror_urls(entry)
+        """Download a listed resource from its mirrors in ``pri`` order, falling back to
+        ``loc``. A mirror outside the allowed origins is skipped with a warning.
+
+        :raises UnsafeContentError: ``loc`` is outside the allowed origins (nothing fetched).
+        """
+        self.guard.check_url(entry.loc)
+        candidates = [url for url in duplicate_urls(entry) if self._may_fetch(entry, url)]
+        candidates.append(entry.loc)
         failure: Exception | None = None
         for url in candidates:
             try:
-                return self.download(url, dest, expected=entry.md, mirrors=candidates)
+                return self.download(url, dest, expected=entry.md)
             except (FetchError, ContentMismatchError, UnsafeContentError) as error:
                 log.warning("Fetching %s from %s failed: %s", entry.loc, url, error)
                 failure = error
         assert failure is not None
         raise failure
 
+    def _may_fetch(self, entry: Entry, duplicate: str) -> bool:
+        try:
+            self.guard.check_url(duplicate)
+        except UnsafeContentError as error:
+            log.warning("Not fetching %s from its duplicate link: %s", entry.loc, error)
+            return False
+        return True
+
     # -- the one loop ----------------------------------------------------------------------------
 
-    def _get(self, url: str, sink: Sink[T], *, headers: dict[str, str] | None = None,
-             mirrors: Iterable[str] = ()) -> T:
-        exchange = Exchange(self.policy, self.guard, url, headers=headers, mirrors=mirrors)
+    def _get(self, url: str, sink: Sink[T], *, headers: dict[str, str] | None = None) -> T:
+        exchange = Exchange(self.policy, self.guard, self.budget, url, headers=headers)
         while True:
-            self.guard.check_addresses(exchange.url)
+            if self._precheck:
+                self.guard.check_addresses(exchange.url)
             try:
                 with self._slot(exchange.url), self._http.stream(
-                        "GET", exchange.url, headers=exchange.headers) as response:
+                        "GET", exchange.url, headers=exchange.headers,
+                        extensions={"deadline": exchange.begin()}) as response:
                     step = exchange.on_response(response)
                     if step.deliver:
                         sink.start(response, exchange.url, exchange.tries)
                         for chunk in response.iter_bytes():
+                            exchange.check_deadline()
                             sink.write(chunk)
                         return sink.finish()
             except httpx.TransportError as error:
                 sink.discard()
-                step = exchange.on_error(error)
+                step = exchange.on_error(error, sink.received)
             except ContentMismatchError as error:
                 sink.discard()
                 step = exchange.on_mismatch(error)

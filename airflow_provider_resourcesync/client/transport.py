@@ -24,6 +24,7 @@ Rules it keeps, as httpx's transport does:
 
 from __future__ import annotations
 
+import io
 import select
 import socket
 import ssl
@@ -32,10 +33,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.request import getproxies
 
 import httpx
 
+from .addresses import AddressCheck, open_checked
 from .http11 import (
     Malformed,
     chunks,
@@ -55,14 +58,47 @@ KEEPALIVE_EXPIRY = 5.0
 _Origin = tuple[str, str, int]
 
 
-class _Connection:
-    """A socket carrying one request after another, read through a buffer."""
-
-    __slots__ = ("reader", "sock")
+class _Wire(io.RawIOBase):
+    """A socket read with the read timeout, shortened to what is left of the request's
+    deadline: a Source sending a byte now and then cannot hold a request past it."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.reader = sock.makefile("rb")
+        self.read_timeout: float | None = None
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def arm(self) -> None:
+        """Set the socket's timeout for its next operation.
+
+        :raises TimeoutError: the deadline has passed.
+        """
+        timeout = self.read_timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request's deadline passed")
+            if timeout is None or left < timeout:
+                timeout = left
+        if self.sock.gettimeout() != timeout:
+            self.sock.settimeout(timeout)
+
+    def readinto(self, buffer: Any) -> int:
+        self.arm()
+        return self.sock.recv_into(buffer)
+
+
+class _Connection:
+    """A socket carrying one request after another, read through a buffer."""
+
+    __slots__ = ("reader", "sock", "wire")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.wire = _Wire(sock)
+        self.reader = io.BufferedReader(self.wire)
 
     def close(self) -> None:
         self.reader.close()
@@ -75,25 +111,32 @@ class _Idle:
     since: float = field(default_factory=time.monotonic)
 
 
-def default_transport(policy: ClientPolicy) -> SocketTransport | None:
-    """The sync client's transport for ``policy``; None (httpx's own, which honours proxies)
-    where the environment names a proxy."""
+def default_transport(policy: ClientPolicy, check: AddressCheck | None = None
+                      ) -> SocketTransport | None:
+    """The sync client's transport for ``policy``, connecting only to addresses ``check``
+    accepts; None (httpx's own, which honours proxies) where the environment names a proxy."""
     if getproxies():
         return None
     return SocketTransport(verify=policy.verify,
-                           max_idle_per_origin=4 * policy.concurrency_per_host)
+                           max_idle_per_origin=4 * policy.concurrency_per_host, check=check)
 
 
 class SocketTransport(httpx.BaseTransport):
     """HTTP/1.1 over sockets, with a pool of idle connections per origin.
 
+    A request's ``deadline`` extension (:func:`time.monotonic` time) bounds the whole request:
+    the connection, the head and the body.
+
     :param verify: verify TLS certificates (as ``httpx.Client(verify=...)``).
     :param max_idle_per_origin: idle connections kept per scheme, host and port.
+    :param check: checks the addresses a host resolved to before one is connected to.
     """
 
-    def __init__(self, *, verify: bool = True, max_idle_per_origin: int = 64) -> None:
+    def __init__(self, *, verify: bool = True, max_idle_per_origin: int = 64,
+                 check: AddressCheck | None = None) -> None:
         self._verify = verify
         self._max_idle = max_idle_per_origin
+        self._check = check
         self._idle: dict[_Origin, list[_Idle]] = {}
         self._lock = threading.Lock()
         self._ssl: ssl.SSLContext | None = None
@@ -103,10 +146,12 @@ class SocketTransport(httpx.BaseTransport):
         origin = _origin(request.url)
         message = request_head(request) + request.read()
         timeouts = request.extensions.get("timeout", {})
-        connection = self._reuse(origin) or self._connect(request, origin, timeouts)
-        if connection.sock.gettimeout() != timeouts.get("read"):
-            connection.sock.settimeout(timeouts.get("read"))
+        deadline = request.extensions.get("deadline")
+        connection = self._reuse(origin) or self._connect(request, origin, timeouts, deadline)
+        connection.wire.read_timeout = timeouts.get("read")
+        connection.wire.deadline = deadline
         with _errors(request, "send", connection):
+            connection.wire.arm()
             connection.sock.sendall(message)
         with _errors(request, "read", connection):
             version, status, reason, headers = response_head(connection.reader)
@@ -140,10 +185,14 @@ class SocketTransport(httpx.BaseTransport):
             connection.close()
 
     def _connect(self, request: httpx.Request, origin: _Origin,
-                 timeouts: dict[str, float | None]) -> _Connection:
+                 timeouts: dict[str, float | None], deadline: float | None) -> _Connection:
         scheme, host, port = origin
+        timeout = timeouts.get("connect")
+        if deadline is not None:
+            left = max(deadline - time.monotonic(), 0.001)
+            timeout = left if timeout is None else min(timeout, left)
         with _errors(request, "connect"):
-            sock = socket.create_connection((host, port), timeout=timeouts.get("connect"))
+            sock = open_checked(str(request.url), host, port, timeout, self._check)
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 if scheme == "https":

@@ -21,8 +21,8 @@ __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
 
 #: The connection's extra fields (see ``get_provider_info``'s ``conn-fields``).
 EXTRA_FIELDS = frozenset({
-    "token", "headers", "user_agent", "connect_timeout", "read_timeout", "max_tries",
-    "concurrency", "allowed_hosts", "allow_private", "verify_tls",
+    "token", "headers", "user_agent", "connect_timeout", "read_timeout", "request_timeout",
+    "retry_budget", "max_tries", "concurrency", "allowed_hosts", "allow_private", "verify_tls",
 })
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
@@ -215,6 +215,8 @@ def policy_from_connection(connection: ConnectionLike, *, extra: Mapping[str, An
         user_agent=_text(extra, "user_agent"),
         connect_timeout=_number(extra, "connect_timeout", float),
         read_timeout=_number(extra, "read_timeout", float),
+        request_timeout=_number(extra, "request_timeout", float),
+        retry_budget=_number(extra, "retry_budget", float),
         max_tries=_number(extra, "max_tries", int),
         concurrency=_number(extra, "concurrency", int),
         allowed_hosts=_hosts(extra),
@@ -291,4 +293,5 @@ def _hosts(extra: Mapping[str, Any]) -> list[str]:
         return [host for host in value.split(",") if host.strip()]
     if isinstance(value, list) and all(isinstance(host, str) for host in value):
         return value
-    raise ConfigurationError("extra field 'allowed_hosts' must be host names separated by commas")
+    raise ConfigurationError("extra field 'allowed_hosts' must be host names (or host:port) "
+                             "separated by commas")

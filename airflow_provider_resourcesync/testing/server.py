@@ -3,12 +3,12 @@
 :class:`SourceServer` listens on 127.0.0.1 on an ephemeral port and serves registered
 :class:`Content` from a daemon thread. Every response but a 304 carries ``Content-Length``; a 200
 also a strong ``ETag`` and ``Last-Modified``, and ``If-None-Match`` / ``If-Modified-Since`` get 304.
-Faults (status codes, stalls, truncated or corrupt bodies, redirects, dropped connections) are
-queued per path and consumed in order. Every request is logged, so tests count at the server.
+Faults (status codes, stalls, answers sent a byte at a time, truncated or corrupt bodies,
+redirects, dropped connections) are queued per path and consumed in order. Every request is
+logged, and the body bytes sent per path counted, so tests count at the server.
 
 Each server is its own origin (``http://127.0.0.1:<port>``): start two to test that credentials
-are not sent to another origin. Fetches are allowed per host *name*, so to stand for another host
-address a server as ``localhost`` (the same loopback address under another name).
+are not sent to another origin, or that a client fetches from the origins it allows only.
 
 Given an :class:`ssl.SSLContext` (``tls``), it speaks HTTPS (``https://127.0.0.1:<port>``).
 :attr:`SourceServer.connections_opened` counts the connections it accepted, and
@@ -27,8 +27,9 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
@@ -95,6 +96,9 @@ class _Fault:
     status: int = 0
     headers: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    interval: float = 0.0
+    head: bool = False
+    endless: bool = False
 
 
 _NO_FAULT = _Fault("none", None)
@@ -130,6 +134,7 @@ class SourceServer:
         self._gone: dict[str, int] = {}
         self._faults: dict[str, deque[_Fault]] = {}
         self._log: list[RequestRecord] = []
+        self._body_bytes: dict[str, int] = {}
         self._connections: set[socket.socket] = set()
         self._httpd = _HTTPServer(self)
         if tls is not None:
@@ -239,6 +244,14 @@ class SourceServer:
         """Wait ``seconds`` (at most :data:`MAX_STALL`), then answer normally."""
         self._queue(path, _Fault("stall", times, seconds=min(seconds, MAX_STALL)))
 
+    def drip(self, path: str, interval: float, *, head: bool = False, endless: bool = False,
+             seconds: float = MAX_STALL, times: int = 1) -> None:
+        """Send the body one byte every ``interval`` seconds (the head too, with ``head``), for
+        at most ``seconds`` (and :data:`MAX_STALL`), then close the connection. ``endless``:
+        no ``Content-Length``, and the body repeated without end."""
+        self._queue(path, _Fault("drip", times, seconds=min(seconds, MAX_STALL),
+                                 interval=interval, head=head, endless=endless))
+
     def truncate(self, path: str, times: int = 1) -> None:
         """Declare the full ``Content-Length``, send half the body, close the connection."""
         self._queue(path, _Fault("truncate", times))
@@ -304,6 +317,17 @@ class SourceServer:
     def reset_log(self) -> None:
         with self._lock:
             self._log.clear()
+            self._body_bytes.clear()
+
+    def body_bytes_sent(self, path: str) -> int:
+        """Body bytes written to clients for ``path`` (as requested, query included) since
+        the log was reset."""
+        with self._lock:
+            return self._body_bytes.get(path, 0)
+
+    def _sent(self, path: str, count: int) -> None:
+        with self._lock:
+            self._body_bytes[path] = self._body_bytes.get(path, 0) + count
 
     def _record(self, record: RequestRecord) -> None:
         with self._lock:
@@ -354,6 +378,18 @@ def _not_modified(content: Content, headers: Message) -> bool:
     if when.tzinfo is None:
         return False
     return content.last_modified.replace(microsecond=0) <= when
+
+
+def _one_by_one(head: bytes, body: bytes, *, endless: bool) -> Iterator[tuple[bytes, bool]]:
+    """An answer's bytes one at a time, each with whether it is the body's; ``endless``: the
+    body again and again."""
+    for byte in head:
+        yield bytes([byte]), False
+    while True:
+        for byte in body:
+            yield bytes([byte]), True
+        if not endless or not body:
+            return
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -417,6 +453,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_MODIFIED, found.response_headers(), None)
         elif fault.kind in _BODY_FAULTS:
             self._send_faulty(fault.kind, found)
+        elif fault.kind == "drip":
+            self._drip(fault, found)
         else:
             self._send(HTTPStatus.OK, found.response_headers(), found.body)
 
@@ -447,6 +485,29 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(HTTPStatus.OK, content.response_headers(), body, length=length)
         self.close_connection = kind != "corrupt"
 
+    def _drip(self, fault: _Fault, content: Content) -> None:
+        """A 200 sent a byte at a time (see :meth:`SourceServer.drip`)."""
+        source = self.server.source
+        self._log(HTTPStatus.OK)
+        self.close_connection = True
+        headers = content.response_headers() | {"Connection": "close"}
+        if not fault.endless:
+            headers["Content-Length"] = str(len(content.body))
+        head = "".join(["HTTP/1.1 200 OK\r\n", *(f"{name}: {value}\r\n"
+                                                  for name, value in headers.items()),
+                        "\r\n"]).encode("latin-1")
+        if not fault.head:
+            self.wfile.write(head)
+            head = b""
+        ends = time.monotonic() + fault.seconds
+        for byte, of_body in _one_by_one(head, content.body, endless=fault.endless):
+            source._pause(fault.interval)
+            if source._stopped.is_set() or time.monotonic() >= ends:
+                return
+            self.wfile.write(byte)
+            if of_body:
+                source._sent(self.path, 1)
+
     def _send(self, status: int, headers: Mapping[str, str], body: bytes | None, *,
               length: int | None = None) -> None:
         """Status line, headers, ``Content-Length`` (unless ``body`` is None: a 304), body
@@ -460,3 +521,4 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if body is not None and self.command != "HEAD":
             self.wfile.write(body)
+            self.server.source._sent(self.path, len(body))

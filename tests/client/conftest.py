@@ -1,4 +1,4 @@
-"""Shared by the client tests: a loopback Source and a client allowed to reach it."""
+"""Shared by the client tests: a loopback Source and clients allowed to reach it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,14 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServ
 
 #: The resources a :func:`source` starts with, name -> body.
 INITIAL = {f"r{number}.txt": f"resource {number}\n".encode() for number in range(1, 6)}
+#: A policy reaching loopback, with fast retries.
+FAST = {"allow_private": True, "backoff": 0.01, "max_backoff": 2.0, "max_tries": 4}
 
+
+def client_for(server: SourceServer, **policy: object) -> ResourceSyncClient:
+    """A client for the Source at ``server``: :data:`FAST`, with ``policy`` over it."""
+    return ResourceSyncClient(ClientPolicy(**{**FAST, **policy}),  # type: ignore[arg-type]
+                              source_urls=[server.base_url])
 
 
 @pytest.fixture

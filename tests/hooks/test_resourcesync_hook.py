@@ -60,16 +60,18 @@ def dead_url() -> str:
 def test_every_field_reaches_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     hook = define(monkeypatch, "every_field", host="https://example.org/dataset1/", extra={
         "token": "s3cret-token", "headers": {"X-Api-Key": "k3y"}, "user_agent": "mirror/1.0",
-        "connect_timeout": 2.5, "read_timeout": 30, "max_tries": 2, "concurrency": 4,
-        "allowed_hosts": "cdn.example.org, Mirror.Example.net", "allow_private": True,
-        "verify_tls": False})
+        "connect_timeout": 2.5, "read_timeout": 30, "request_timeout": 120,
+        "retry_budget": "300", "max_tries": 2, "concurrency": 4,
+        "allowed_hosts": "cdn.example.org, Mirror.Example.net:8443, [::1]:8080",
+        "allow_private": True, "verify_tls": False})
     assert hook.base_url == "https://example.org/dataset1/"
     assert hook.policy == ClientPolicy(
-        connect_timeout=2.5, read_timeout=30, max_tries=2, concurrency_per_host=4,
-        verify=False, user_agent="mirror/1.0",
+        connect_timeout=2.5, read_timeout=30, request_timeout=120, retry_budget=300,
+        max_tries=2, concurrency_per_host=4, verify=False, user_agent="mirror/1.0",
         credentials=Credentials("https://example.org/dataset1/", token="s3cret-token",
                                 headers=(("X-Api-Key", "k3y"),)),
-        allowed_hosts=frozenset({"cdn.example.org", "mirror.example.net"}), allow_private=True)
+        allowed_hosts=frozenset({"cdn.example.org", "mirror.example.net:8443", "[::1]:8080"}),
+        allow_private=True)
 
 
 def test_login_and_password_are_basic_auth_and_defaults_stay(
@@ -107,6 +109,10 @@ def test_form_values_as_strings_are_read(monkeypatch: pytest.MonkeyPatch) -> Non
     ({"host": "https://example.org/", "extra": {"max_tries": "many"}}, "max_tries"),
     ({"host": "https://example.org/", "extra": {"concurrency": 0}}, "concurrency"),
     ({"host": "https://example.org/", "extra": {"read_timeout": -1}}, "read_timeout"),
+    ({"host": "https://example.org/", "extra": {"request_timeout": 0}}, "request_timeout"),
+    ({"host": "https://example.org/", "extra": {"retry_budget": "soon"}}, "retry_budget"),
+    ({"host": "https://example.org/", "extra": {"allowed_hosts": "cdn.example.org:http"}},
+     "allowed_hosts"),
     ({"host": "https://example.org/", "extra": {"connect_timeout": True}}, "connect_timeout"),
     ({"host": "https://example.org/", "extra": {"allow_private": "maybe"}}, "allow_private"),
     ({"host": "https://example.org/", "extra": {"verify_tls": 2}}, "verify_tls"),
@@ -181,7 +187,8 @@ def test_test_connection_fails_clearly_on_a_wrong_field(monkeypatch: pytest.Monk
 def test_credentials_reach_the_source_and_no_other_host(
         monkeypatch: pytest.MonkeyPatch, source: ResourceSyncSource, other: SourceServer,
         fields: dict[str, Any], authorization: str) -> None:
-    extra = {**FAST, **fields.pop("extra", {})}
+    extra = {**FAST, **fields.pop("extra", {}),
+             "allowed_hosts": other.base_url.removeprefix("http://")}  # the mirror's host:port
     hook = define(monkeypatch, "credentials", host=source.server.base_url, extra=extra, **fields)
     source.server.redirect("/moved", other.url("/copy"))
     mirrored = Entry(source.uri("a.txt"), links=(Link("duplicate", other.url("/copy"), pri=1),))

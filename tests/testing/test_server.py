@@ -202,6 +202,21 @@ def test_a_stall_outlasting_the_client_timeout(server: SourceServer) -> None:
         impatient.get(server.url("/a.txt"))
 
 
+def test_a_drip_sends_the_answer_a_byte_at_a_time_and_counts_it(
+        server: SourceServer, client: httpx.Client) -> None:
+    server.drip("/a.txt", 0.001)
+    server.drip("/a.txt", 0.001, head=True)
+    for _ in range(2):  # the whole answer, however it was sent
+        assert client.get(server.url("/a.txt")).content == BODY
+    server.reset_log()
+    server.drip("/a.txt", 0.001, endless=True, seconds=0.3)
+    with client.stream("GET", server.url("/a.txt")) as response:
+        assert "Content-Length" not in response.headers
+        received = b"".join(response.iter_raw())  # the body again and again, until the close
+    assert len(received) > len(BODY) and received.startswith(BODY + BODY[:1])
+    assert server.body_bytes_sent("/a.txt") == len(received)
+
+
 def test_faults_need_a_positive_count(server: SourceServer) -> None:
     with pytest.raises(ValueError, match="at least 1"):
         server.fail("/a.txt", 500, times=0)
