@@ -47,6 +47,11 @@ class RetryBudget:
         self._lock = threading.Lock()
         self._told = False
 
+    def restart(self) -> None:
+        """Give the whole budget again: a new run of a client kept open (a trigger's poll)."""
+        with self._lock:
+            self._left, self._told = self.seconds, False
+
     def spend(self, seconds: float) -> None:
         """A failed try took ``seconds``."""
         with self._lock:

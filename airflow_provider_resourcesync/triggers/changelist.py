@@ -78,6 +78,7 @@ class _ChangeListWatchTrigger(BaseTrigger):
         try:
             async with await hook.get_async_client() as client:
                 while True:
+                    client.budget.restart()  # a watch may last days: each poll has its own
                     polled = await adrive(client, self.plan(self.change_list_url, self.position))
                     if polled.result.is_done:
                         break

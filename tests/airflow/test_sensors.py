@@ -219,6 +219,26 @@ def test_the_trigger_backs_off_while_nothing_changes(
     assert 2 <= len(statuses) - 2 <= 12  # at a steady 0.05 s, about 30 polls
 
 
+def test_each_poll_of_a_watch_has_the_whole_retry_budget(
+        source: ResourceSyncSource, later: Later, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watch may last days: the connection's retry_budget bounds each poll, not the watch.
+    Three polls each wait out a 503's ``Retry-After: 1`` on a 2.5 s budget, then a change comes."""
+    monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
+        "conn_type": "resourcesync", "host": source.server.url("/"),
+        "extra": {"allow_private": True, "retry_budget": 2.5}}))
+    trigger = ResourceSyncChangeListTrigger(
+        change_list_url=source.change_list_url,
+        position=Checkpoint.from_json(checkpoint_of(source)).position,
+        poll_interval=0.05, max_poll_interval=0.1)
+    path = source.change_list_url.removeprefix(source.server.base_url)
+    for when in (0.3, 1.8, 3.3):
+        later(when, lambda: source.server.fail(path, 503, headers={"Retry-After": "1"}))
+    later(4.8, create_and_publish(source))
+    event = asyncio.run(asyncio.wait_for(anext(trigger.run()), timeout=30))
+    assert event.payload["status"] == "success", event.payload
+    assert changelist_statuses(source).count(503) == 3
+
+
 def test_wrong_intervals_fail_when_the_dag_is_parsed() -> None:
     with pytest.raises(ConfigurationError, match="max_poll_interval 1: must not be less"):
         ResourceSyncChangeListSensor(task_id="wait", poll_interval=2, max_poll_interval=1)
