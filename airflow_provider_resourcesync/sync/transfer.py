@@ -61,7 +61,7 @@ class Transfer:
                     return Outcome(entry.loc, "unchanged")
                 return write(entry, key)
         except ResourceSyncError as error:  # the reason without the URL the outcome names
-            return Outcome(entry.loc, "failed", reason=str(error).removeprefix(f"{entry.loc}: "))
+            return Outcome.failed(entry.loc, str(error).removeprefix(f"{entry.loc}: "), error)
 
     def remove(self, uri: str, *, move_to: str | None = None) -> Outcome:
         """Delete the mirror's copy of ``uri``, or move it to the key prefix ``move_to``;
@@ -83,7 +83,7 @@ class Transfer:
                     self.destination.move(record.key, move_to + record.key)
                 self.state.remove(uri)
         except ResourceSyncError as error:
-            return Outcome(uri, "failed", reason=f"cannot remove: {error}")
+            return Outcome.failed(uri, f"cannot remove: {error}", error)
         return Outcome(uri, "removed")
 
     # -- the steps -------------------------------------------------------------------------------

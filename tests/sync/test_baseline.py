@@ -87,6 +87,7 @@ def test_a_failed_run_commits_the_rest_and_a_rerun_converges(
     with pytest.raises(SyncIncompleteError, match="re-run the task to converge") as raised:
         baseline(fragile, local, source)
     assert raised.value.failed == 2
+    assert raised.value.rerun_helps and raised.value.lasting == 0
     assert sorted(uri for uri, _ in raised.value.failures) == failing
     assert set(held(local)) == set(source.state()) - set(failing)
     with MirrorState.load(local) as state:

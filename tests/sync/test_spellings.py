@@ -1,19 +1,23 @@
 """Two spellings of one URI are one resource, and a URI with credentials in it is none (issue
-12, item 8): baseline, incremental run, coalescing and audit agree on the URI's normal form."""
+12, item 8): baseline, incremental run, coalescing and audit agree on the URI's normal form.
+A failure a re-run cannot fix says what must change instead (item 9)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from airflow_provider_resourcesync.client.navigate import ChangeItem
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.errors import SyncIncompleteError
+from airflow_provider_resourcesync.errors import SyncIncompleteError, UnstorableKeyError
+from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Document, Entry, Head, Metadata
 from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.protocol.writer import document_bytes
+from airflow_provider_resourcesync.storage.base import Staged
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.audit import run_audit
@@ -62,6 +66,8 @@ def test_a_uri_with_credentials_is_refused_and_the_plain_one_mirrored_alone(
     assert raised.value.failed == 1
     [(uri, reason)] = raised.value.failures
     assert uri == secret and "holds user information" in reason
+    assert not raised.value.rerun_helps and "re-run" not in str(raised.value)
+    assert "the Source must fix the document or the URIs it lists" in str(raised.value)
     assert held(local) == {plain: BODY}
     gets = [record for record in server.requests if record.path == "/sp/a.txt"]
     assert len(gets) == 1 and "authorization" not in gets[0].headers
@@ -122,3 +128,47 @@ def test_a_mirror_recorded_under_other_spellings_loads_under_normal_forms(
         state.save(checkpoint=None)
     with MirrorState.load(local) as state:
         assert [record.uri for record in state.records()] == ["http://h/x"]
+
+
+def test_a_run_with_lasting_and_transient_failures_says_what_to_change(
+        client: ResourceSyncClient, fragile: ResourceSyncClient, local: LocalDestination,
+        server: SourceServer) -> None:
+    server.put("/sp/b.txt", b"b", "text/plain")
+    server.fail("/sp/b.txt", 503)
+    listed = [server.url("/sp/a.txt"), server.url("/sp/b.txt"),
+              respelled(server, credentials="user")]
+    with pytest.raises(SyncIncompleteError) as raised:
+        run_baseline(fragile, local, capability_list_url=publish(server, listed))
+    error = raised.value
+    assert (error.failed, error.lasting, error.rerun_helps) == (2, 1, False)
+    assert "re-run" not in str(error) and "re-run" not in next_step(error)
+    assert "1 of the failures will fail again until something changes: the Source must fix " \
+           "the document or the URIs it lists; the other 1 may be transient" in str(error)
+
+    with pytest.raises(SyncIncompleteError) as raised:  # the transient one alone: re-run
+        run_baseline(fragile, local, capability_list_url=publish(server, listed[:2]))
+    assert raised.value.rerun_helps and "re-run the task to converge" in str(raised.value)
+    assert "re-run this task" in next_step(raised.value)
+
+
+class _Cramped(LocalDestination):
+    """A local disk that can never hold one key (as helper B's destinations say of ``a`` and
+    ``a/b``, or a path too long for the file system)."""
+
+    def stage(self, key: str) -> Staged:
+        if key.endswith("b.txt"):
+            raise UnstorableKeyError(f"key {key!r} cannot be held here")
+        return super().stage(key)
+
+
+def test_a_key_the_destination_can_never_hold_is_a_lasting_failure_of_its_resource(
+        client: ResourceSyncClient, server: SourceServer, tmp_path: Path) -> None:
+    server.put("/sp/b.txt", b"b", "text/plain")
+    cramped = _Cramped(tmp_path / "mirror")
+    listed = [server.url("/sp/a.txt"), server.url("/sp/b.txt")]
+    with pytest.raises(SyncIncompleteError) as raised:
+        run_baseline(client, cramped, capability_list_url=publish(server, listed))
+    assert held(cramped) == {listed[0]: BODY}  # the run went on
+    assert (raised.value.failed, raised.value.lasting) == (1, 1)
+    assert "key_prefixes" in str(raised.value) and "re-run" not in str(raised.value)
+    assert "key_prefixes" in next_step(raised.value)
