@@ -119,14 +119,22 @@ class UnstorableKeyError(DestinationError):
 
 
 class SyncIncompleteError(ResourceSyncError):
-    """A sync run committed what it could, but some resources failed; re-running converges.
+    """A sync run committed what it could, but some resources failed; re-running converges
+    unless some failures are lasting (:attr:`rerun_helps` is then False, and :attr:`fixes` says
+    what must change).
 
     :param failures: ``(uri, reason)`` for the first failures, to show.
     :param failed: how many failed in all.
+    :param lasting: how many of them a re-run cannot fix.
+    :param fixes: what must change for those, each said once.
     """
 
-    def __init__(self, message: str, *, failures: list[tuple[str, str]], failed: int) -> None:
+    def __init__(self, message: str, *, failures: list[tuple[str, str]], failed: int,
+                 lasting: int = 0, fixes: tuple[str, ...] = ()) -> None:
         self.failures = failures
         self.failed = failed
+        self.lasting = lasting
+        self.fixes = fixes
+        self.rerun_helps = not lasting
         shown = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
         super().__init__(f"{message}: {failed} failed (e.g. {shown})")

@@ -1,4 +1,5 @@
-"""The provider's errors as task failures whose first log line says what to do next."""
+"""The provider's errors as task failures whose first log line says what to do next: to re-run
+only where re-running can succeed (``rerun_helps``), else what to change."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..errors import (
     ResourceSyncError,
     SyncIncompleteError,
     UnsafeContentError,
+    UnstorableKeyError,
 )
 
 __all__ = ["next_step", "says_what_next"]
@@ -34,6 +36,9 @@ _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
     (DocumentError, "a document of the Source cannot be read or breaks the spec (URL, line and "
                     "section below): tell its maintainers, or set capability_list_url to "
                     "another Capability List"),
+    (UnstorableKeyError, "the destination can never hold the key named below: map such URIs "
+                         "to other keys with key_prefixes, or mirror into a destination that "
+                         "can hold them (S3)"),
     (DestinationError, "check the destination (permissions, free space, the bucket, the AWS "
                        "connection), then re-run this task"),
 )
@@ -41,6 +46,9 @@ _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
 
 def next_step(error: ResourceSyncError) -> str:
     """What to do about ``error``."""
+    if isinstance(error, SyncIncompleteError) and not error.rerun_helps:
+        return (f"change what makes {error.lasting} of the failures lasting, as running the "
+                f"task again cannot fix them: {'; '.join(error.fixes) or 'see the reasons'}")
     return next((step for kind, step in _NEXT if isinstance(error, kind)),
                 "see the error below")
 

@@ -10,6 +10,7 @@ entities), the parser never touches the network, and the decompressed size is ca
 
 from __future__ import annotations
 
+import copy
 import gzip
 import io
 import os
@@ -380,8 +381,20 @@ def _local(tag: str) -> str:
 
 def _serialize(element: Any) -> str:
     """The element on its own (exclusive C14N): only the namespaces it uses are declared, so the
-    string does not depend on the prefixes of the document it came from."""
-    return etree.tostring(element, method="c14n", exclusive=True, with_comments=False).decode()
+    string does not depend on the prefixes of the document it came from.
+
+    libxml2's C14N refuses a document in which any namespace in scope has a relative URI
+    (``xmlns:x="rel"``) or one it cannot parse as a URI. Such an element is copied out of its
+    document, with the declarations it uses, and the copy written by lxml's C14N 2.0, which
+    takes a namespace name as a plain string and writes the same form.
+    """
+    try:
+        return etree.tostring(element, method="c14n", exclusive=True, with_comments=False).decode()
+    except etree.C14NError:
+        alone = copy.deepcopy(element)
+        alone.tail = None
+        etree.cleanup_namespaces(alone)
+        return etree.tostring(alone, method="c14n2", with_comments=False).decode()
 
 
 class _Prefixed(io.RawIOBase):

@@ -13,7 +13,9 @@ percent-encoded so that it can be decoded back, which is what makes the mapping 
 - a segment too long for a file name (query included) is cut and suffixed with ``%%`` and a
   SHA-256 of the whole; ``%%`` is never produced otherwise.
 
-The fragment is not part of a resource's identity and is dropped.
+A key is made from a URI's normal form (:func:`normalized`), so two spellings of one resource
+share its key and two resources never do; a URI with no normal form (credentials in it, no
+well-formed http(s) host) is refused, and never fetched either.
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from urllib.parse import urlsplit
 
-from ..errors import DestinationError
+from ..errors import ConfigurationError, UnsafeContentError
 
-__all__ = ["RESERVED_PREFIX", "KeyMapper"]
+__all__ = ["RESERVED_PREFIX", "KeyMapper", "normalized", "shown"]
 
 #: Keys under this prefix belong to the mirror itself (its own documents); no URI maps there.
 RESERVED_PREFIX = ".resourcesync/"
@@ -33,6 +34,63 @@ RESERVED_PREFIX = ".resourcesync/"
 _UNSAFE = re.compile(rb"[^A-Za-z0-9\-._~]")
 _MAX_SEGMENT = 200
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: RFC 3986 3.2.2: a registered name's characters (and non-ASCII ones, of an IRI), or an IP
+#: literal in brackets. Nothing else (no space, control character, backslash or ``@``).
+_HOST = re.compile(r"(?:[A-Za-z0-9\-._~%!$&'()*+,;=\x80-\U0010ffff]+|\[[0-9A-Fa-f:.]+\])")
+_URI_RULE = "resource URIs are absolute http(s) URIs with a well-formed host"
+_CREDENTIALS_RULE = "no credentials in resource URIs"
+_SHOWN = 100
+
+
+def shown(text: str) -> str:
+    """``text`` for a message: cut after its first 100 characters, saying its length."""
+    if len(text) <= _SHOWN:
+        return text
+    return f"{text[:_SHOWN]}... ({len(text)} characters)"
+
+
+def normalized(uri: str) -> str:
+    """The one spelling of a resource URI: ``scheme://host[:port]/path[?query]`` with scheme and
+    host in lower case, a default or empty port dropped, a port's leading zeros dropped, an
+    empty path written ``/`` and the fragment dropped (RFC 3986 6.2.2, 6.2.3). Path and query
+    keep their spelling. Two URIs with one normal form are one resource, with one key.
+
+    :raises UnsafeContentError: the URI holds user information (``user@``, ``user:password@``:
+        it is never fetched and never mapped), or is not an absolute http(s) URI with a
+        well-formed host and port.
+    """
+    scheme, colon, rest = uri.partition(":")
+    scheme = scheme.lower()
+    if not colon or scheme not in _DEFAULT_PORTS or not rest.startswith("//"):
+        raise _refused(uri, "it is not an absolute http(s) URI")
+    rest = rest[2:].partition("#")[0]
+    end = min((at for at in (rest.find("/"), rest.find("?")) if at >= 0), default=len(rest))
+    authority, path = rest[:end], rest[end:]
+    if "@" in authority:
+        raise UnsafeContentError("it holds user information (credentials)",
+                                 rule=_CREDENTIALS_RULE, url=shown(uri))
+    host, port = _split_port(uri, authority)
+    if not _HOST.fullmatch(host):
+        raise _refused(uri, f"it has no well-formed host {shown(host)!r}")
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host += f":{port}"
+    return f"{scheme}://{host.lower()}{path if path.startswith('/') else '/' + path}"
+
+
+def _split_port(uri: str, authority: str) -> tuple[str, int | None]:
+    """``host`` and ``port`` of ``authority`` (None: no port, or an empty one)."""
+    bracket = authority.find("]") + 1 if authority.startswith("[") else 0
+    host, _, port = authority[bracket:].partition(":")
+    host = authority[:bracket] + host
+    if not port:
+        return host, None
+    if not port.isascii() or not port.isdigit() or int(port) > 65535:
+        raise _refused(uri, f"it has an invalid port {shown(port)!r}")
+    return host, int(port)
+
+
+def _refused(uri: str, why: str) -> UnsafeContentError:
+    return UnsafeContentError(why, rule=_URI_RULE, url=shown(uri))
 
 
 def _escape(text: str) -> str:
@@ -65,36 +123,36 @@ class KeyMapper:
     """
 
     def __init__(self, prefixes: Mapping[str, str] | None = None) -> None:
-        self._prefixes = sorted((prefixes or {}).items(), key=lambda item: -len(item[0]))
+        self._prefixes = sorted(((self._uri_prefix(uri), key) for uri, key in
+                                 (prefixes or {}).items()), key=lambda item: -len(item[0]))
         self._check_prefixes()
 
     def key(self, uri: str) -> str:
-        """The key of ``uri``.
+        """The key of ``uri`` (of its normal form).
 
-        :raises DestinationError: for a URI that is not absolute http(s).
+        :raises UnsafeContentError: for a URI :func:`normalized` refuses.
         """
+        uri = normalized(uri)
         for uri_prefix, key_prefix in self._prefixes:
             if uri.startswith(uri_prefix):
                 return key_prefix + self._path_key(uri[len(uri_prefix):])
-        parts = urlsplit(uri)
-        scheme = parts.scheme.lower()
-        if scheme not in _DEFAULT_PORTS or not parts.hostname:
-            raise DestinationError(f"{uri!r} is not an absolute http(s) URI")
-        host = _segment(parts.hostname.lower())
+        scheme, _, rest = uri.partition("://")
+        authority, _, path = rest.partition("/")
+        host, port = _split_port(uri, authority)
+        host = _segment(host.removeprefix("[").removesuffix("]"))
+        return f"{scheme}/{_capped(host if port is None else f'{host}+{port}')}/" + \
+            self._path_key(path)
+
+    @staticmethod
+    def _uri_prefix(uri: str) -> str:
+        """A configured URI prefix in normal form."""
         try:
-            port = parts.port
-        except ValueError:
-            raise DestinationError(f"{uri!r} has an invalid port") from None
-        if port is not None and port != _DEFAULT_PORTS[scheme]:
-            host += f"+{port}"
-        rest = uri.split("//", 1)[1].split("#", 1)[0]
-        ends = [at for at in (rest.find("/"), rest.find("?")) if at >= 0]
-        remainder = rest[min(ends):] if ends else ""  # "", "/path...", or "?query..."
-        return f"{scheme}/{_capped(host)}/" + self._path_key(remainder.removeprefix("/"))
+            return normalized(uri)
+        except UnsafeContentError as error:
+            raise ConfigurationError(f"key_prefixes: the URI prefix {error}") from None
 
     @staticmethod
     def _path_key(path: str) -> str:
-        path = path.split("#", 1)[0]
         path, question, query = path.partition("?")
         segments = [_segment(part) for part in path.split("/")]
         if question:
@@ -106,13 +164,13 @@ class KeyMapper:
         for key in keys:
             segments = key.split("/")[:-1]
             if not key.endswith("/") or any(part in ("", ".", "..") for part in segments):
-                raise DestinationError(f"key prefix {key!r} must be relative, end with '/' and "
-                                       "have no empty, '.' or '..' segment")
+                raise ConfigurationError(f"key_prefixes: key prefix {key!r} must be relative, "
+                                         "end with '/' and have no empty, '.' or '..' segment")
             if key.startswith(RESERVED_PREFIX) or segments[0] in _DEFAULT_PORTS:
-                raise DestinationError(f"key prefix {key!r} collides with reserved or default "
-                                       "keys (.resourcesync/, http/, https/)")
+                raise ConfigurationError(f"key_prefixes: key prefix {key!r} collides with reserved "
+                                         "or default keys (.resourcesync/, http/, https/)")
         for i, key in enumerate(keys):
             for j, other in enumerate(keys):
                 if i != j and other.startswith(key):
-                    raise DestinationError(
-                        f"key prefixes {key!r} and {other!r} overlap: two URIs could share a key")
+                    raise ConfigurationError(f"key_prefixes: key prefixes {key!r} and {other!r} "
+                                             "overlap: two URIs could share a key")

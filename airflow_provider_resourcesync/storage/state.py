@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..errors import DocumentError, InvalidValueError
+from ..errors import DocumentError, InvalidValueError, UnsafeContentError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import DigestingWriter, Hashes
@@ -51,7 +51,7 @@ from ..protocol.reader import DocumentReader
 from ..protocol.split import write_split
 from ..protocol.writer import document_bytes
 from .base import Destination, ObjectInfo
-from .keys import RESERVED_PREFIX
+from .keys import RESERVED_PREFIX, normalized
 from .scratch import scratch_database
 
 #: Writes per SQLite transaction (see ``MirrorState._transaction``).
@@ -424,8 +424,8 @@ class MirrorState(ClosedOnExit):
                 return
             last = rows[-1][0]
 
-    def _insert(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        for batch in _batches(rows):
+    def _insert(self, rows: Iterable[tuple[Any, ...] | None]) -> None:
+        for batch in _batches(filter(None, rows)):
             with self._transaction():
                 self._db.executemany(
                     f"INSERT OR REPLACE INTO records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -689,9 +689,10 @@ def _record(row: Sequence[Any]) -> ObjectRecord:
     return ObjectRecord(uri, key, length, Hashes.parse(hash_), _datetime(lastmod), type_)
 
 
-def _entry_row(entry: Entry, url: str) -> tuple[Any, ...]:
-    """A Resource List entry of ours as a row: origin from the ``via`` link, key from
-    ``mirror:key``."""
+def _entry_row(entry: Entry, url: str) -> tuple[Any, ...] | None:
+    """A Resource List entry of ours as a row: origin from the ``via`` link (in its normal form:
+    a mirror made before there was one may hold another spelling), key from ``mirror:key``;
+    None for an origin that has no normal form (credentials in it), which is never mapped now."""
     md = entry.md
     via = entry.links_for("via")
     key = md.extra.get(_KEY) if md is not None else None
@@ -699,8 +700,12 @@ def _entry_row(entry: Entry, url: str) -> tuple[Any, ...]:
         raise DocumentError(f"the entry for {entry.loc} lacks the via link, length or mirror:key "
                             "the mirror writes: the Resource List is not the mirror's own",
                             url=url, line=entry.line, section="14.8")
-    return (via[0].href, key, md.length, str(md.hash or ""), _micros(via[0].modified),
-            md.type, _micros(entry.lastmod))
+    try:
+        uri = normalized(via[0].href)
+    except UnsafeContentError:
+        return None
+    return (uri, key, md.length, str(md.hash or ""), _micros(via[0].modified), md.type,
+            _micros(entry.lastmod))
 
 
 def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:

@@ -6,26 +6,30 @@ resource expected is compared with the description stored with the object at its
 the mirror's own state, without downloading; ``deep`` re-reads and re-hashes each object too. The
 destination's other objects, and the state's other records, are extra. ``repair`` re-fetches
 what is missing or mismatched, removes what is extra, and checks each repaired resource again.
+
+Resources are known by their URIs' normal form (two spellings are one resource); a URI a safety
+rule refuses (credentials in it, no well-formed http(s) host) is never mirrored, so it is
+counted as refused, not as missing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from ..client.navigate import capability_documents, changes_after, resource_list
 from ..client.sync_client import ResourceSyncClient
-from ..errors import ContentMismatchError, DocumentError, ResourceSyncError
+from ..errors import ContentMismatchError, DocumentError, ResourceSyncError, UnsafeContentError
 from ..protocol.hashes import Digester
-from ..protocol.model import Capability
+from ..protocol.model import Capability, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination, ObjectInfo
-from ..storage.keys import KeyMapper
+from ..storage.keys import KeyMapper, normalized
 from ..storage.state import MirrorState
-from .compare import Expected, agrees
+from .compare import Expected, agrees, identity
 from .expectation import Expectations
 from .pool import bounded_map
 from .transfer import Transfer
@@ -52,6 +56,7 @@ class AuditReport:
     :param mismatched: held, but not as described (hash, length; the content, when deep; the
         mirror's state disagreeing with the object).
     :param repaired: findings fixed and checked again.
+    :param refused: listed (or changed) URIs a safety rule refuses, never mirrored.
     :param examples: up to 10 URIs of each kind of finding.
     """
 
@@ -61,6 +66,7 @@ class AuditReport:
     extra: int = 0
     mismatched: int = 0
     repaired: int = 0
+    refused: int = 0
     examples: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -99,12 +105,14 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
         auditor = _Auditor(destination, state, book, deep, tuple(ignore_prefixes), log)
         report.listed = auditor.expect(client, capabilities[Capability.RESOURCE_LIST],
                                        capabilities.get(Capability.CHANGE_LIST))
+        report.refused = auditor.refused
         report.checked = auditor.check(concurrency)
         auditor.find_extras()
         _fill(report, book)
         log.info("Audit of %s against %s: %s listed, %s checked, %s missing, %s extra, "
-                 "%s mismatched%s", destination.url, capability_list_url, report.listed,
-                 report.checked, report.missing, report.extra, report.mismatched,
+                 "%s mismatched, %s refused%s", destination.url, capability_list_url,
+                 report.listed, report.checked, report.missing, report.extra, report.mismatched,
+                 report.refused,
                  "".join(f"; {kind}, e.g. {', '.join(uris)}"
                          for kind, uris in report.examples.items() if uris))
         if repair and not report.clean:
@@ -138,13 +146,14 @@ class _Auditor:
     deep: bool
     ignored: tuple[str, ...]
     log: logging.Logger
+    refused: int = 0
 
     def expect(self, client: ResourceSyncClient, list_url: str, change_list_url: str | None
                ) -> int:
         """Fill the book from the Resource List, then the changes after its ``at``; the number
         of Resource List entries."""
         with resource_list(client, list_url) as walk:
-            listed = self.book.expect(walk)
+            listed = self.book.expect(self._resources(walk)) + self.refused
             at = walk.at
         if change_list_url is None:
             return listed
@@ -153,10 +162,20 @@ class _Auditor:
                              "none applied", list_url)
             return listed
         items = changes_after(client, change_list_url, ChangePosition.at(at))
-        changed = self.book.expect(item.entry for item in items)
+        changed = self.book.expect(self._resources(item.entry for item in items))
         self.log.info("Audit expects %s listed at %s with %s changes since applied", listed,
                       at.isoformat(), changed)
         return listed
+
+    def _resources(self, entries: Iterable[Entry]) -> Iterator[Entry]:
+        """``entries`` named by their URIs' normal form, without those a safety rule refuses
+        (counted, and logged)."""
+        for entry in entries:
+            try:
+                yield replace(entry, loc=normalized(entry.loc))
+            except UnsafeContentError as error:
+                self.refused += 1
+                self.log.warning("Not mirrored, so not expected: %s", error)
 
     def check(self, concurrency: int) -> int:
         """Compare every expected resource with the destination; how many were compared."""
@@ -213,8 +232,8 @@ class _Auditor:
                 self.book.note("extra", info.uri if info else self.destination.object_url(key),
                                key)
         for record in self.state.records():
-            if not self.book.expects(record.uri) and not self.book.noted_key("extra",
-                                                                            record.key):
+            if not self.book.expects(identity(record.uri)) and not self.book.noted_key(
+                    "extra", record.key):
                 self.book.note("extra", record.uri, record.key)
 
     def _info(self, key: str) -> ObjectInfo | None:

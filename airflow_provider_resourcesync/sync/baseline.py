@@ -36,7 +36,7 @@ from .combine import combine_shards, shard_location
 from .packages import fetched_package
 from .pool import bounded_map
 from .shard import Shard
-from .tally import Outcome, Tally
+from .tally import Outcome, Tally, fix_for
 from .transfer import Transfer
 
 __all__ = ["METHODS", "combine_shards", "run_baseline"]
@@ -67,7 +67,8 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         the one saved with the mirror, if any (see :class:`MirrorState`).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
     :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
-        else was committed and recorded, and re-running converges.
+        else was committed and recorded, and re-running converges unless its ``rerun_helps``
+        is False (its ``fixes`` say what must change first).
     :raises ResourceSyncError: the Capability List or the list itself cannot be read.
     """
     log = log or _log
@@ -175,7 +176,8 @@ class _Run:
         try:
             yield from entries
         except ResourceSyncError as error:
-            self._incomplete(url, f"listing not read whole: {error}")
+            self._incomplete(url, f"listing not read whole: {error}",
+                             rerun_helps=error.rerun_helps, fix=fix_for(error))
 
     def _mine(self, entries: Iterable[Entry]) -> Iterator[Entry]:
         """The entries of the shard, counted as listed."""
@@ -190,6 +192,7 @@ class _Run:
             state.mark_seen(outcome.uri)
             self.tally.count(outcome)
 
-    def _incomplete(self, what: str, reason: str) -> None:
+    def _incomplete(self, what: str, reason: str, *, rerun_helps: bool,
+                    fix: str | None) -> None:
         self.complete = False
-        self.tally.fail(what, reason)
+        self.tally.fail(what, reason, rerun_helps=rerun_helps, fix=fix)

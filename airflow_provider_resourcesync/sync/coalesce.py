@@ -1,5 +1,6 @@
-"""Changes read in order, coalesced by URI: the last change of a resource wins (spec 12.1: a
-Destination need only bring each resource to its latest state).
+"""Changes read in order, coalesced by resource: the last change of a resource wins (spec 12.1:
+a Destination need only bring each resource to its latest state). A resource is its URI's normal
+form, so ``HTTP://H:80/x`` and ``http://h/x`` are one, with one winner.
 
 Each winner keeps the position just before it, so a run whose winners partly fail can stand
 exactly before the earliest failure: every change before it was committed (or superseded by a
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from ..client.navigate import ChangeItem
 from ..protocol.model import Change, Entry
 from ..protocol.position import ChangePosition
+from .compare import identity
 
 __all__ = ["Coalesced", "Winner", "coalesce"]
 
@@ -55,12 +57,13 @@ class Coalesced:
 
 
 def coalesce(items: Iterable[ChangeItem], position: ChangePosition) -> Coalesced:
-    """The last change of each URI among ``items`` (read after ``position``, in order)."""
+    """The last change of each resource among ``items`` (read after ``position``, in order)."""
     winners: dict[str, Winner] = {}
     read = 0
     for item in items:
-        winners.pop(item.entry.loc, None)  # re-inserted last: the dict keeps change order
-        winners[item.entry.loc] = Winner(read, item, position)
+        resource = identity(item.entry.loc)
+        winners.pop(resource, None)  # re-inserted last: the dict keeps change order
+        winners[resource] = Winner(read, item, position)
         position = position.advance(item.list, item.index, item.entry)
         read += 1
     return Coalesced(list(winners.values()), read, position)

@@ -12,11 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..errors import UnsafeContentError
 from ..protocol.hashes import Hashes
 from ..protocol.model import Entry, Metadata
 from ..storage.base import ObjectInfo
+from ..storage.keys import normalized
 
-__all__ = ["Expected", "agrees"]
+__all__ = ["Expected", "agrees", "identity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +45,10 @@ class Expected:
 
 
 def agrees(expected: Expected, held: ObjectInfo) -> bool | None:
-    """True: ``held`` is the described resource; False: it differs (another URI, length, hash,
-    or, with no hash listed, ``lastmod``); None: nothing could be compared."""
-    if held.uri != expected.uri:
+    """True: ``held`` is the described resource; False: it differs (another resource, length,
+    hash, or, with no hash listed, ``lastmod``); None: nothing could be compared. URIs are
+    compared by their normal form: another spelling of a URI is the same resource."""
+    if identity(held.uri) != identity(expected.uri):
         return False
     if expected.length is not None and expected.length != held.length:
         return False
@@ -64,3 +67,12 @@ def agrees(expected: Expected, held: ObjectInfo) -> bool | None:
     if known or expected.lastmod is None:  # a hash we do not hold, or nothing to go by
         return None
     return held.lastmod == expected.lastmod
+
+
+def identity(uri: str) -> str:
+    """What names a resource: its URI's normal form, or the URI itself where it has none (such
+    a URI is refused wherever it is fetched or mapped)."""
+    try:
+        return normalized(uri)
+    except UnsafeContentError:
+        return uri

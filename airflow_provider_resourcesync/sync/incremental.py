@@ -37,7 +37,7 @@ from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
 from .packages import fetched_package
 from .pool import bounded_map
-from .tally import Outcome, Tally
+from .tally import Outcome, Tally, fix_for
 from .transfer import Transfer
 
 __all__ = ["DELETES", "METHODS", "run_incremental"]
@@ -70,7 +70,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
         None: the one saved with the mirror, if any.
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
-        earliest of them, and re-running converges.
+        earliest of them, and re-running converges unless its ``rerun_helps`` is False (its
+        ``fixes`` say what must change first).
     :raises ConfigurationError: an argument is wrong, or the checkpoint is not this mirror's.
     :raises ResourceSyncError: the Capability List cannot be read.
     """
@@ -174,7 +175,8 @@ class _Run:
         try:
             yield from items
         except ResourceSyncError as error:
-            self.tally.fail(url, f"changes not read whole: {error}")
+            self.tally.fail(url, f"changes not read whole: {error}",
+                            rerun_helps=error.rerun_helps, fix=fix_for(error))
 
     def _apply(self, coalesced: Coalesced, write: Callable[[Entry], Outcome]) -> ChangePosition:
         """Apply each winner; where the mirror then stands."""

@@ -10,26 +10,37 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import DocumentError, ResourceSyncError, UnsafeContentError
 from ..protocol.model import DocumentKind, Entry
 from ..protocol.package import DumpPackage, open_package
+from .tally import fix_for
 
-__all__ = ["fetched_package"]
+__all__ = ["Refused", "fetched_package"]
+
+
+class Refused(Protocol):
+    """Told of a refused package: its URL, why, whether a re-run can help, and if not the fix
+    (:meth:`.tally.Tally.fail`)."""
+
+    def __call__(self, what: str, reason: str, *, rerun_helps: bool, fix: str | None) -> None:
+        ...
 
 log = logging.getLogger(__name__)
 
 
 @contextmanager
 def fetched_package(client: ResourceSyncClient, package: Entry, manifest: DocumentKind,
-                    dump: str, refused: Callable[[str, str], None]) -> Iterator[DumpPackage | None]:
+                    dump: str, refused: Refused) -> Iterator[DumpPackage | None]:
     """The package a dump lists, downloaded into a temporary file, verified (its ``hash``,
     ``length``) and opened, checked by :func:`open_package`; its manifest must be a
     ``manifest`` naming resources on the Source's origins only. Refused, it is None, and
-    ``refused(url, why)`` was told.
+    ``refused`` was told why, whether a re-run can help (a download that failed) or not (a
+    package a rule refuses), and what must change then.
 
     :param dump: the dump's title, for the error ("Resource Dump").
     """
@@ -43,7 +54,8 @@ def fetched_package(client: ResourceSyncClient, package: Entry, manifest: Docume
                                     url=package.loc, section=manifest.section)
             _check_origins(client, opened)
         except ResourceSyncError as error:
-            refused(package.loc, f"package refused, nothing of it written: {error}")
+            refused(package.loc, f"package refused, nothing of it written: {error}",
+                    rerun_helps=error.rerun_helps, fix=fix_for(error))
             yield None
             return
         for warning in opened.warnings:

@@ -2,14 +2,19 @@
 dump package), verified, committed atomically, and recorded in the mirror's state; or one
 resource out of it, deleted or moved aside.
 
-Every method is safe to call from many threads at once. A failure is an :class:`Outcome`, not an
+Every method is safe to call from many threads at once; a resource is known by its URI's normal
+form (:func:`~..storage.keys.normalized`), and one key is written by one thread at a time, so two
+spellings of one resource in one run never race. A failure is an :class:`Outcome`, not an
 exception, so the other resources go on; the staged bytes of a failed resource are discarded
 and the object held before stays as it was (DESIGN.md, "Safety rules").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ResourceSyncError
@@ -17,7 +22,7 @@ from ..protocol.hashes import DigestingWriter
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
-from ..storage.keys import KeyMapper
+from ..storage.keys import KeyMapper, normalized
 from ..storage.state import MirrorState, ObjectRecord
 from .compare import Expected, agrees
 from .tally import Outcome
@@ -35,45 +40,50 @@ class Transfer:
         self.destination = destination
         self.state = state
         self.mapper = mapper
+        self._locks = _KeyLocks()
 
     # -- what a run calls per resource -------------------------------------------------------------
 
     def mirror(self, client: ResourceSyncClient, entry: Entry) -> Outcome:
         """Fetch the listed resource unless the mirror holds it unchanged."""
-        return self._guarded(entry, lambda key: self.fetch(client, entry, key))
+        return self._guarded(entry, lambda entry, key: self.fetch(client, entry, key))
 
     def unpack(self, package: DumpPackage, entry: Entry) -> Outcome:
         """Copy a dump package's bitstream unless the mirror holds it unchanged."""
-        return self._guarded(entry, lambda key: self.copy(package, entry, key))
+        return self._guarded(entry, lambda entry, key: self.copy(package, entry, key))
 
-    def _guarded(self, entry: Entry, write: Callable[[str], Outcome]) -> Outcome:
+    def _guarded(self, entry: Entry, write: Callable[[Entry, str], Outcome]) -> Outcome:
         try:
+            entry = replace(entry, loc=normalized(entry.loc))
             key = self.mapper.key(entry.loc)
-            if self.unchanged(Expected.of(entry), key):
-                return Outcome(entry.loc, "unchanged")
-            return write(key)
+            with self._locks.hold(key):
+                if self.unchanged(Expected.of(entry), key):
+                    return Outcome(entry.loc, "unchanged")
+                return write(entry, key)
         except ResourceSyncError as error:  # the reason without the URL the outcome names
-            return Outcome(entry.loc, "failed", reason=str(error).removeprefix(f"{entry.loc}: "))
+            return Outcome.failed(entry.loc, str(error).removeprefix(f"{entry.loc}: "), error)
 
     def remove(self, uri: str, *, move_to: str | None = None) -> Outcome:
         """Delete the mirror's copy of ``uri``, or move it to the key prefix ``move_to``;
         ``"unchanged"`` where the mirror holds none. A copy the state does not know (a run
         killed before it saved) is found at the destination all the same."""
         try:
-            record = self.state.get(uri)
-            if record is None:
-                key = self.mapper.key(uri)
-                info = self.destination.info(key)
-                if info is None:
-                    return Outcome(uri, "unchanged")
-                self.state.put(record := ObjectRecord.of(key, info))
-            if move_to is None:
-                self.destination.delete(record.key)
-            else:
-                self.destination.move(record.key, move_to + record.key)
+            uri = normalized(uri)
+            key = self.mapper.key(uri)
+            with self._locks.hold(key):
+                record = self.state.get(uri)
+                if record is None:
+                    info = self.destination.info(key)
+                    if info is None:
+                        return Outcome(uri, "unchanged")
+                    self.state.put(record := replace(ObjectRecord.of(key, info), uri=uri))
+                if move_to is None:
+                    self.destination.delete(record.key)
+                else:
+                    self.destination.move(record.key, move_to + record.key)
+                self.state.remove(uri)
         except ResourceSyncError as error:
-            return Outcome(uri, "failed", reason=f"cannot remove: {error}")
-        self.state.remove(uri)
+            return Outcome.failed(uri, f"cannot remove: {error}", error)
         return Outcome(uri, "removed")
 
     # -- the steps -------------------------------------------------------------------------------
@@ -85,7 +95,7 @@ class Transfer:
         info = self.destination.info(key)
         if info is None or agrees(expected, info) is not True:
             return False
-        record = ObjectRecord.of(key, info)
+        record = replace(ObjectRecord.of(key, info), uri=expected.uri)  # another spelling's
         if self.state.get(expected.uri) != record:
             self.state.put(record)
         return True
@@ -115,6 +125,28 @@ class Transfer:
             staged.commit(info)
         self.state.put(ObjectRecord.of(key, info))
         return Outcome(entry.loc, "fetched", digester.length)
+
+
+class _KeyLocks:
+    """One lock per key in use, forgotten once nobody holds or waits for it."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock, users = self._locks.setdefault(key, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                users[0] -= 1
+                if not users[0]:
+                    del self._locks[key]
 
 
 def _type(entry: Entry) -> str | None:

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -78,6 +79,28 @@ def test_a_resource_that_keeps_failing_fails_the_task_saying_what_next_and_a_rer
     assert states(rerun) == {"baseline": "success", "audit": "success"}
     assert resource_bodies_sent(source) == [broken]
     assert_mirrors(source, tmp_path / "mirror")
+
+
+def test_a_resource_refused_for_good_fails_the_task_saying_what_to_change(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    # Issue 12, item 9: running again cannot fetch a URI with credentials in it; the failure
+    # says what must change, and does not ask for a re-run.
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
+    listed = urlsplit(source.resource_list_url).path
+    secret = source.server.url("/dataset1/res/item-01.txt").replace("http://", "http://user@")
+    source.server.put(listed, source.server.get_body(listed).replace(
+        b"</urlset>", f"<url><loc>{secret}</loc></url></urlset>".encode()), "application/xml")
+    capfd.readouterr()
+    failed = run_example("mirror_to_local")
+    assert states(failed) == {"baseline": "failed", "audit": "upstream_failed"}
+    out = capfd.readouterr().out
+    first = out.index("Next: change what makes 1 of the failures lasting")
+    assert first < out.index("Task failed with exception")
+    line = out[first:out.index("\n", first)]
+    assert "the Source must fix the document or the URIs it lists" in line and secret in line
+    assert "Next: re-run" not in out and "re-run the task" not in out
+    assert (tmp_path / "mirror" / KeyMapper().key(source.uri("item-01.txt"))).exists()
 
 
 def test_mirror_to_s3_mirrors_through_the_aws_connection(

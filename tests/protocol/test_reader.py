@@ -15,7 +15,7 @@ import pytest
 
 from airflow_provider_resourcesync.errors import DocumentError, UnsafeContentError
 from airflow_provider_resourcesync.protocol.hashes import Hashes
-from airflow_provider_resourcesync.protocol.model import Change, DocumentKind, Root
+from airflow_provider_resourcesync.protocol.model import SITEMAP_NS, Change, DocumentKind, Root
 from airflow_provider_resourcesync.protocol.reader import (
     MAX_ELEMENTS_PER_ENTRY,
     MAX_ROOT_EXTRAS,
@@ -119,6 +119,30 @@ def test_unknown_attributes_and_foreign_elements_are_kept() -> None:
     assert entry.links[0].extra == {"custom": "c"}
     assert len(entry.extra) == 2
     assert "priority" in entry.extra[0] and "urn:x" in entry.extra[1]
+
+
+def test_foreign_elements_with_a_relative_namespace_are_kept() -> None:
+    # libxml2's C14N refuses any element under a relative namespace URI in scope (issue 12,
+    # item 7): it crashed the reader outside the DocumentError family, with no URL or line.
+    document = read_document(urlset(
+        '<url><loc>http://e.com/a</loc><x:y xmlns:x="rel" b="2" a="1"><x:z/></x:y>'
+        '<priority>0.5</priority></url><url><loc>http://e.com/b</loc></url>'
+        '<q:after xmlns:q="../up">t</q:after>'), url="http://e.com/rl.xml")
+    assert [entry.loc for entry in document] == ["http://e.com/a", "http://e.com/b"]
+    assert document.entries[0].extra == (
+        '<x:y xmlns:x="rel" a="1" b="2"><x:z></x:z></x:y>',
+        f'<priority xmlns="{SITEMAP_NS}">0.5</priority>')
+    assert document.head.extra == ('<q:after xmlns:q="../up">t</q:after>',)
+
+
+def test_a_relative_namespace_at_the_root_keeps_every_foreign_element() -> None:
+    data = urlset('<url><loc>http://e.com/a</loc><priority>0.5</priority>'
+                  '<k:n xmlns:k="urn:k" xmlns:v="urn:v">k</k:n></url>').replace(
+        b"<urlset ", b'<urlset xmlns:x="rel" ')
+    entry = read_document(data).entries[0]
+    # The same strings as from a document without it: only the namespaces used are declared.
+    assert entry.extra == (f'<priority xmlns="{SITEMAP_NS}">0.5</priority>',
+                           '<k:n xmlns:k="urn:k">k</k:n>')
 
 
 def test_only_children_of_the_root_are_entries() -> None:

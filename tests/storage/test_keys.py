@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_provider_resourcesync.errors import DestinationError
-from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper
+from airflow_provider_resourcesync.errors import ConfigurationError, UnsafeContentError
+from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper, normalized
 
 _LABEL = st.text(string.ascii_lowercase + string.digits + "-", min_size=1, max_size=12).filter(
     lambda label: not label.startswith("-") and not label.endswith("-"))
@@ -121,8 +121,83 @@ def test_query_without_path_keeps_apart() -> None:
 @pytest.mark.parametrize("uri", ["ftp://example.org/a", "file:///etc/passwd", "/relative",
                                  "https:///nohost", "https://example.org:99999/a", "mailto:x@y"])
 def test_refuses_what_is_not_absolute_http(uri: str) -> None:
-    with pytest.raises(DestinationError):
+    with pytest.raises(UnsafeContentError, match="absolute http"):
         KeyMapper().key(uri)
+
+
+@settings(max_examples=200, deadline=None)
+@given(uris(), st.sampled_from(["", "#", "#part"]), st.booleans(), st.booleans())
+def test_every_spelling_of_a_uri_is_its_normal_form_with_its_key(
+        uri: str, fragment: str, upper: bool, port: bool) -> None:
+    scheme, _, rest = uri.partition("://")
+    authority, _, path = rest.partition("/")
+    if port and ":" not in authority:
+        authority += ":" + {"http": "80", "https": "443"}[scheme]
+    if upper:
+        scheme, authority = scheme.upper(), authority.upper()
+    spelling = f"{scheme}://{authority}/{path}{fragment}"
+    assert normalized(spelling) == normalized(uri) == uri
+    for mapper in MAPPERS:
+        assert mapper.key(spelling) == mapper.key(uri)
+
+
+@pytest.mark.parametrize(("uri", "form"), [
+    ("HTTP://H:80/x#f", "http://h/x"),
+    ("http://h/x", "http://h/x"),
+    ("http://h", "http://h/"),
+    ("http://h?q", "http://h/?q"),
+    ("http://h:/x", "http://h/x"),
+    ("https://h:0443/x", "https://h/x"),
+    ("http://h:0081/x", "http://h:81/x"),
+    ("HTTPS://[::1]:8443/A?B#C", "https://[::1]:8443/A?B"),
+    ("http://h/A%2f/b?C=D", "http://h/A%2f/b?C=D"),  # path and query as written
+])
+def test_normal_forms(uri: str, form: str) -> None:
+    assert normalized(uri) == form
+    assert KeyMapper().key(uri) == KeyMapper().key(form)
+
+
+@pytest.mark.parametrize("uri", ["http://user@h/x", "http://user:secret@h/x", "http://@h/x",
+                                 "HTTP://u:p@H:80/x", "http://h\\@evil/x", "http://a@b@h/x"])
+def test_a_uri_with_user_information_is_refused(uri: str) -> None:
+    # Issue 12, item 8: it shared the key of the URI without it.
+    for refuse in (normalized, KeyMapper().key):
+        with pytest.raises(UnsafeContentError, match="user information") as raised:
+            refuse(uri)
+        assert raised.value.rule == "no credentials in resource URIs"
+        assert not raised.value.rerun_helps
+        assert str(raised.value).startswith(f"{uri}: it holds user information")
+
+
+@pytest.mark.parametrize("uri", ["http://a b/x", "http://h\tx/", "http://h\x00/", "http://h\\x/",
+                                 "ht tp://h/x", "http\n://h/x", "http://[::1/x", "http://[::1]x/",
+                                 "http://h:8o/x", "http://h:1:2/x", "http:///x", "http:h/x",
+                                 "http://h:99999/x", "http://h:\u0661/x"])
+def test_malformed_schemes_hosts_and_ports_are_refused(uri: str) -> None:
+    with pytest.raises(UnsafeContentError, match="absolute http"):
+        normalized(uri)
+
+
+def test_a_very_long_refused_uri_is_shown_cut() -> None:
+    uri = "ftp://h/" + "x" * 4400
+    with pytest.raises(UnsafeContentError) as raised:
+        normalized(uri)
+    assert len(str(raised.value)) < 300
+    assert str(raised.value).startswith(f"{uri[:100]}... (4408 characters): it is not")
+
+
+@pytest.mark.parametrize("prefix", ["ftp://h/", "https://user@h/", "https://h:x/"])
+def test_a_uri_prefix_without_a_normal_form_is_a_configuration_error(prefix: str) -> None:
+    with pytest.raises(ConfigurationError, match="key_prefixes: the URI prefix"):
+        KeyMapper({prefix: "data/"})
+
+
+def test_prefixes_match_every_spelling() -> None:
+    mapper = KeyMapper({"HTTPS://Example.org:443/data/": "data/", "https://h": "h/"})
+    assert mapper.key("https://EXAMPLE.ORG/data/x#f") == "data/x"
+    assert mapper.key("https://example.org/data/x") == "data/x"
+    assert mapper.key("https://h/x") == "h/x"
+    assert mapper.key("https://h.evil/x") == "https/h.evil/x"  # a host name is not a prefix
 
 
 def test_prefix_mappings() -> None:
@@ -150,16 +225,16 @@ def test_prefix_mappings() -> None:
     {"https://example.org/a/": "data/", "https://example.org/b/": "data/sub/"},  # overlap
 ])
 def test_prefix_refusals(prefixes: dict[str, str]) -> None:
-    with pytest.raises(DestinationError):
+    with pytest.raises(ConfigurationError, match="key_prefixes"):
         KeyMapper(prefixes)
 
 
 def test_prefix_refuses_one_key_prefix_twice() -> None:
-    with pytest.raises(DestinationError):
+    with pytest.raises(ConfigurationError, match="key_prefixes"):
         KeyMapper({"https://example.org/a/": "data/", "https://example.org/b/": "data/"})
 
 
 @pytest.mark.parametrize("prefix", ["a//", "./", "a/./"])
 def test_prefix_refuses_empty_and_dot_segments(prefix: str) -> None:
-    with pytest.raises(DestinationError):
+    with pytest.raises(ConfigurationError, match="key_prefixes"):
         KeyMapper({"https://example.org/": prefix})

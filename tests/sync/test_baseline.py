@@ -87,6 +87,7 @@ def test_a_failed_run_commits_the_rest_and_a_rerun_converges(
     with pytest.raises(SyncIncompleteError, match="re-run the task to converge") as raised:
         baseline(fragile, local, source)
     assert raised.value.failed == 2
+    assert raised.value.rerun_helps and raised.value.lasting == 0
     assert sorted(uri for uri, _ in raised.value.failures) == failing
     assert set(held(local)) == set(source.state()) - set(failing)
     with MirrorState.load(local) as state:
@@ -98,6 +99,22 @@ def test_a_failed_run_commits_the_rest_and_a_rerun_converges(
     assert sorted(resource_gets(server)) == sorted(map(path_of, failing))
     assert checkpoint.stats["fetched"] == 2 and checkpoint.stats["unchanged"] == 18
     assert audit_is_clean(client, local, source)
+
+
+def test_a_list_with_foreign_elements_in_a_relative_namespace_is_mirrored(
+        client: ResourceSyncClient, local: LocalDestination, source: ResourceSyncSource,
+        server: SourceServer) -> None:
+    # Issue 12, item 7: the reader's C14N crashed on these, and the baseline died unsaved.
+    listed = path_of(source.resource_list_url)
+    body = server.get_body(listed).replace(
+        b"</url>", b'<x:y xmlns:x="rel">foreign</x:y></url>', 1).replace(
+        b"</urlset>", b'<q:z xmlns:q="../up"/></urlset>')
+    server.put(listed, body, "application/xml")
+    checkpoint = baseline(client, local, source)
+    assert checkpoint.stats["fetched"] == 20
+    assert held(local) == source.state()
+    with MirrorState.load(local) as state:
+        assert state.checkpoint() == checkpoint.to_json()
 
 
 def test_objects_committed_before_a_run_died_are_not_fetched_again(

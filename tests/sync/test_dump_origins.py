@@ -11,6 +11,7 @@ import pytest
 
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import SyncIncompleteError
+from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.model import (
     Capability,
     Change,
@@ -71,6 +72,10 @@ def test_a_resource_dump_naming_a_metadata_address_is_refused_whole(
 
     message = str(raised.value)
     assert "hostile.zip: package refused, nothing of it written" in message
+    # Issue 12, item 9: running again cannot help; the message says what to change instead.
+    assert not raised.value.rerun_helps and raised.value.lasting == 1
+    assert "re-run" not in message and "add it to the connection's allowed hosts" in message
+    assert "change what makes 1 of the failures lasting" in next_step(raised.value)
     assert METADATA in message and "169.254.169.254" in message
     assert held(destination) == {}  # not even a.txt: the package is refused whole
     assert not destination.exists(KeyMapper().key(METADATA))
