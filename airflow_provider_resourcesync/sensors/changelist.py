@@ -123,8 +123,9 @@ class _ChangeListWatchSensor(BaseSensorOperator):
 
     def _look(self) -> Sighting:
         watch = self._watching()
-        seen = drive(watch.hook.get_conn(),
-                     self.trigger_class.plan(watch.change_list_url, watch.position))
+        client = watch.hook.get_conn()
+        client.budget.restart()  # one client serves every poke: each poke has the whole budget
+        seen = drive(client, self.trigger_class.plan(watch.change_list_url, watch.position))
         self.log.info("Looked for %s in %s: %s", self.trigger_class.waiting_for,
                       watch.change_list_url, seen.to_json())
         return seen

@@ -11,13 +11,12 @@ import pytest
 
 from airflow_provider_resourcesync.client.navigate import ChangeItem
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.errors import SyncIncompleteError, UnstorableKeyError
+from airflow_provider_resourcesync.errors import SyncIncompleteError
 from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Document, Entry, Head, Metadata
 from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.protocol.writer import document_bytes
-from airflow_provider_resourcesync.storage.base import Staged
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.audit import run_audit
@@ -151,24 +150,17 @@ def test_a_run_with_lasting_and_transient_failures_says_what_to_change(
     assert "re-run this task" in next_step(raised.value)
 
 
-class _Cramped(LocalDestination):
-    """A local disk that can never hold one key (as helper B's destinations say of ``a`` and
-    ``a/b``, or a path too long for the file system)."""
-
-    def stage(self, key: str) -> Staged:
-        if key.endswith("b.txt"):
-            raise UnstorableKeyError(f"key {key!r} cannot be held here")
-        return super().stage(key)
-
-
 def test_a_key_the_destination_can_never_hold_is_a_lasting_failure_of_its_resource(
         client: ResourceSyncClient, server: SourceServer, tmp_path: Path) -> None:
-    server.put("/sp/b.txt", b"b", "text/plain")
-    cramped = _Cramped(tmp_path / "mirror")
-    listed = [server.url("/sp/a.txt"), server.url("/sp/b.txt")]
+    """``/sp/x`` and ``/sp/x/y`` cannot both be files on a local disk: whichever comes second
+    fails for good (re-running cannot help), and the run says what to change."""
+    server.put("/sp/x", BODY, "text/plain")
+    server.put("/sp/x/y", BODY, "text/plain")
+    mirror = LocalDestination(tmp_path / "mirror")
+    listed = [server.url("/sp/a.txt"), server.url("/sp/x"), server.url("/sp/x/y")]
     with pytest.raises(SyncIncompleteError) as raised:
-        run_baseline(client, cramped, capability_list_url=publish(server, listed))
-    assert held(cramped) == {listed[0]: BODY}  # the run went on
+        run_baseline(client, mirror, capability_list_url=publish(server, listed))
+    assert len(held(mirror)) == 2 and listed[0] in held(mirror)  # the run went on
     assert (raised.value.failed, raised.value.lasting) == (1, 1)
     assert "key_prefixes" in str(raised.value) and "re-run" not in str(raised.value)
     assert "key_prefixes" in next_step(raised.value)
