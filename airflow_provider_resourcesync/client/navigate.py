@@ -9,6 +9,7 @@ lenient in). Errors are the client's and the reader's, each naming its document.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,9 +19,16 @@ from itertools import chain
 from ..errors import DocumentError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.model import Capability, DocumentKind, Entry, Head, Root
-from ..protocol.position import ChangeListRef, ChangePosition, lists_to_read
+from ..protocol.position import (
+    ChangeListRef,
+    ChangePosition,
+    is_before,
+    lists_to_read,
+    time_rule,
+)
 from ..protocol.position import changes_after as changes_in_list
 from ..protocol.reader import DocumentReader
+from .sinks import FetchedDocument
 from .sync_client import ResourceSyncClient
 
 __all__ = [
@@ -38,6 +46,8 @@ __all__ = [
     "resource_dump_packages",
     "resource_list",
 ]
+
+log = logging.getLogger(__name__)
 
 
 # -- capabilities (9) ----------------------------------------------------------------------------
@@ -95,10 +105,18 @@ class _Opened:
     reader: DocumentReader
     entries: Iterator[Entry]
     is_index: bool
+    fetched: FetchedDocument
+    max_bytes: int
 
     @property
     def head(self) -> Head:
         return self.reader.head
+
+    def read_again(self) -> Iterator[Entry]:
+        """The document's entries once more, from the same copy (no request)."""
+        with DocumentReader(self.fetched.path, url=self.fetched.url,
+                            max_bytes=self.max_bytes) as reader:
+            yield from reader
 
 
 def _found_as(head: Head) -> str:
@@ -132,7 +150,8 @@ def nested_index(url: str) -> DocumentError:
 
 def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
     """Open the document at ``url``, which must be of ``capability`` (a list or its index)."""
-    reader = client.open_document(url)
+    fetched, max_bytes = client.fetch_document(url), client.policy.max_document_bytes
+    reader = DocumentReader(fetched.path, url=fetched.url, max_bytes=max_bytes)
     try:
         entries = iter(reader)
         first = next(entries, None)
@@ -140,7 +159,8 @@ def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Open
     except BaseException:
         reader.close()
         raise
-    return _Opened(reader, chain(() if first is None else (first,), entries), is_index)
+    return _Opened(reader, chain(() if first is None else (first,), entries), is_index, fetched,
+                   max_bytes)
 
 
 def _open_list(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
@@ -238,11 +258,14 @@ def resource_list(client: ResourceSyncClient, url: str) -> ResourceListWalk:
 @dataclass(frozen=True, slots=True)
 class ChangeItem:
     """One change after a position: the list it is in, its index in that list (from 0), the
-    entry. ``position.advance(item.list, item.index, item.entry)`` moves past it."""
+    entry. ``position.advance(item.list, item.index, item.entry)`` moves past it. ``doubtful``:
+    dated before the position in a list whose times cannot say whether it is older
+    (:func:`~airflow_provider_resourcesync.protocol.position.doubt`)."""
 
     list: ChangeListRef
     index: int
     entry: Entry
+    doubtful: bool = False
 
 
 def child_ref(child: Entry) -> ChangeListRef:
@@ -259,8 +282,18 @@ def own_ref(listed: ChangeListRef, head: Head) -> ChangeListRef:
 
 def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
              ) -> Iterator[ChangeItem]:
-    for index, entry in changes_in_list(ref, _stream(opened), position):
-        yield ChangeItem(ref, index, entry)
+    """The list's changes after ``position``; where its times cannot say which are older, all
+    of them, with a warning naming the list, why, and how many are dated before the position."""
+    by_time, why = time_rule(ref, position, opened.read_again)
+    doubtful = 0
+    for index, entry in changes_in_list(ref, _stream(opened), position, by_time=by_time):
+        early = why is not None and is_before(entry, position)
+        doubtful += early
+        yield ChangeItem(ref, index, entry, early)
+    if doubtful:
+        log.warning("The Change List %s %s: %s of its changes are dated before %s, where this "
+                    "run starts, and are applied in case they are new (a deletion only where the "
+                    "mirror's copy is not newer)", ref.url, why, doubtful, position.time)
 
 
 def changes_after(client: ResourceSyncClient, change_list_url: str, position: ChangePosition

@@ -11,7 +11,7 @@ costs one request answered 304.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
@@ -19,7 +19,12 @@ from typing import Any, Generic, Protocol, TypeVar
 from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime
 from ..protocol.model import Capability, Document, Entry
-from ..protocol.position import ChangeListRef, ChangePosition, lists_to_read
+from ..protocol.position import (
+    ChangeListRef,
+    ChangePosition,
+    lists_to_read,
+    time_rule,
+)
 from ..protocol.position import changes_after as changes_in_list
 from ..protocol.reader import read_document
 from .async_client import AsyncResourceSyncClient
@@ -113,14 +118,21 @@ def new_changes(change_list_url: str, position: ChangePosition) -> Plan[NewChang
     document = yield change_list_url
     if not _is_index(change_list_url, document):
         ref = ChangeListRef.of(change_list_url, document.head)
-        return NewChanges.of((ref.url, entry) for _, entry in
-                             changes_in_list(ref, document.entries, position))
+        return NewChanges.of(_after(ref, document.entries, position))
     found: list[tuple[str, Entry]] = []
     for listed in lists_to_read(map(child_ref, document.entries), position):
         part = yield from _part(listed.url)
-        ref = own_ref(listed, part.head)
-        found += ((ref.url, entry) for _, entry in changes_in_list(ref, part.entries, position))
+        found += _after(own_ref(listed, part.head), part.entries, position)
     return NewChanges.of(found)
+
+
+def _after(ref: ChangeListRef, entries: list[Entry], position: ChangePosition
+           ) -> Iterator[tuple[str, Entry]]:
+    """The list's changes after ``position``, as the engine reads them: all of them where the
+    list's times cannot say which are older (no ``from``, out of order)."""
+    by_time, _ = time_rule(ref, position, lambda: entries)
+    for _, entry in changes_in_list(ref, entries, position, by_time=by_time):
+        yield ref.url, entry
 
 
 # -- the list a position is in, closed -----------------------------------------------------------

@@ -5,13 +5,20 @@ A datetime alone is not enough (DESIGN.md, "Checkpoints"): several changes can s
 all (spec 12.1, Example 19). A :class:`ChangePosition` therefore keeps the time of the last change
 consumed and the Change List it came from with how many of its entries were consumed. Within that
 same list (an open list only grows, 12.1; it keeps its ``from`` when it is closed and moved into an
-index) the count is exact, whatever the times; in any other list, every change at or after the
-time comes after the position (lists of an index do not share changes, 12.2).
+index) the count is exact, whatever the times.
+
+In any other list, a change is older than the position only where the list's times can say so: the
+list has a ``from`` before the position's time and its changes are in order (12.1), so those dated
+before the position come first and were in the snapshot or the lists read before. Real Sources
+break both (resync 2.0.1 writes Change Lists with no ``from``, each deletion dated by the file's
+old ``lastmod``): where the times cannot be trusted, every change of the list comes after the
+position — re-applying an update is harmless, and the engine checks a doubtful deletion against
+the mirror's copy — and :func:`doubt` says why, for the warning.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +26,17 @@ from typing import Any
 from .datetimes import format_datetime, parse_datetime
 from .model import Entry, Head
 
-__all__ = ["ChangeListRef", "ChangePosition", "changes_after", "lists_to_read"]
+__all__ = [
+    "ChangeListRef",
+    "ChangePosition",
+    "changes_after",
+    "doubt",
+    "in_order",
+    "is_before",
+    "lists_to_read",
+    "straddles",
+    "time_rule",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,21 +126,78 @@ def lists_to_read(lists: Iterable[ChangeListRef], position: ChangePosition
             or position.is_same_list(ref)]
 
 
-def changes_after(ref: ChangeListRef, entries: Iterable[Entry], position: ChangePosition
-                  ) -> Iterator[tuple[int, Entry]]:
+def straddles(ref: ChangeListRef, position: ChangePosition) -> bool:
+    """Whether list ``ref`` (not the position's own) begins before the position's time: then its
+    times tell its old changes from its new ones, if they are in order (:func:`in_order`)."""
+    return (position.time is not None and ref.from_ is not None and ref.from_ < position.time
+            and not position.is_same_list(ref))
+
+
+def in_order(entries: Iterable[Entry]) -> bool:
+    """Whether the changes' times never go back (12.1: forward chronological order); untimed
+    changes have no time to be out of order with."""
+    last: datetime | None = None
+    for entry in entries:
+        when = entry.change_time
+        if when is not None:
+            if last is not None and when < last:
+                return False
+            last = when
+    return True
+
+
+def doubt(ref: ChangeListRef, position: ChangePosition, *, ordered: bool = True) -> str | None:
+    """Why the times of list ``ref`` cannot say which of its changes come after ``position``;
+    None where they can, or need not (the position's own list, counted; no position time).
+
+    :param ordered: whether the list's changes are in order (:func:`in_order`); only asked of a
+        list that :func:`straddles` the position.
+    """
+    if position.time is None or position.is_same_list(ref):
+        return None
+    if ref.from_ is None:
+        return "has no from (12.1), so its times cannot tell old changes from new ones"
+    if ref.from_ >= position.time:
+        return None  # every change of a list that begins after the position is after it
+    if not ordered:
+        return "lists its changes out of order (12.1), so its times cannot tell old from new"
+    return None
+
+
+def time_rule(ref: ChangeListRef, position: ChangePosition,
+              again: Callable[[], Iterable[Entry]]) -> tuple[bool, str | None]:
+    """How to read list ``ref`` after ``position``: whether by time (``by_time`` of
+    :func:`changes_after`), and why its times cannot be trusted (:func:`doubt`) if they cannot.
+    The order of its changes is checked, by ``again`` (another pass over them), only where it
+    matters: in a list that :func:`straddles` the position."""
+    straddling = straddles(ref, position)
+    ordered = not straddling or in_order(again())
+    return straddling and ordered, doubt(ref, position, ordered=ordered)
+
+
+def is_before(entry: Entry, position: ChangePosition) -> bool:
+    """Whether the change is dated before the position's time (doubtful where :func:`doubt`)."""
+    when = entry.change_time
+    return when is not None and position.time is not None and when < position.time
+
+
+def changes_after(ref: ChangeListRef, entries: Iterable[Entry], position: ChangePosition,
+                  *, by_time: bool | None = None) -> Iterator[tuple[int, Entry]]:
     """The entries of list ``ref`` after ``position``, with their index in the list.
 
     In the list the position came from, the first ``consumed`` entries are skipped, whatever their
-    times (an open list only grows). In any other list, entries earlier than the position's time
-    are skipped; entries at that time or later, and entries with no time (their place in the list
-    is their only order), come after it.
+    times (an open list only grows). In another list, entries dated before the position are
+    skipped ``by_time`` only: where the list :func:`straddles` the position and its changes are
+    in order (None: :func:`straddles`, the order taken on trust). Every other entry comes after
+    the position: those of a list beginning after it, of a list with no ``from`` or out of order
+    (:func:`doubt`), and entries with no time (their place in the list is their only order).
     """
     same_list = position.is_same_list(ref)
+    if by_time is None:
+        by_time = straddles(ref, position)
     for index, entry in enumerate(entries):
         if same_list:
             if index >= position.consumed:
                 yield index, entry
-            continue
-        when = entry.change_time
-        if when is None or position.time is None or when >= position.time:
+        elif not (by_time and is_before(entry, position)):
             yield index, entry

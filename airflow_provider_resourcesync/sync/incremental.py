@@ -198,7 +198,9 @@ class _Run:
         if self.deletes == "keep":
             return winner, Outcome(entry.loc, "kept")
         move_to = self.move_to if self.deletes == "move" else None
-        return winner, self.transfer.remove(entry.loc, move_to=move_to)
+        doubtful = entry.change_time if winner.item.doubtful else None
+        return winner, self.transfer.remove(entry.loc, move_to=move_to,
+                                            unless_newer_than=doubtful)
 
 
 def _package_changes(package: Entry, opened: DumpPackage, position: ChangePosition
@@ -207,5 +209,6 @@ def _package_changes(package: Entry, opened: DumpPackage, position: ChangePositi
     alone (no ``from``), so a position in it never mistakes a Change List for it."""
     ref = ChangeListRef(package.loc)
     entries = (entry for entry, _ in opened.entries())
-    for index, entry in changes_in_list(ref, entries, position):
+    # by time: the package was chosen for ending after the position (13.1)
+    for index, entry in changes_in_list(ref, entries, position, by_time=True):
         yield ChangeItem(ref, index, entry)

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from datetime import datetime
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ResourceSyncError
@@ -63,10 +64,12 @@ class Transfer:
         except ResourceSyncError as error:  # the reason without the URL the outcome names
             return Outcome.failed(entry.loc, str(error).removeprefix(f"{entry.loc}: "), error)
 
-    def remove(self, uri: str, *, move_to: str | None = None) -> Outcome:
+    def remove(self, uri: str, *, move_to: str | None = None,
+               unless_newer_than: datetime | None = None) -> Outcome:
         """Delete the mirror's copy of ``uri``, or move it to the key prefix ``move_to``;
-        ``"unchanged"`` where the mirror holds none. A copy the state does not know (a run
-        killed before it saved) is found at the destination all the same."""
+        ``"unchanged"`` where the mirror holds none, ``"kept"`` where its copy is dated after
+        ``unless_newer_than`` (a doubtful deletion: the copy came later). A copy the state does
+        not know (a run killed before it saved) is found at the destination all the same."""
         try:
             uri = normalized(uri)
             key = self.mapper.key(uri)
@@ -77,6 +80,8 @@ class Transfer:
                     if info is None:
                         return Outcome(uri, "unchanged")
                     self.state.put(record := replace(ObjectRecord.of(key, info), uri=uri))
+                if _later(record.lastmod, unless_newer_than):
+                    return Outcome(uri, "kept")
                 if move_to is None:
                     self.destination.delete(record.key)
                 else:
@@ -151,3 +156,7 @@ class _KeyLocks:
 
 def _type(entry: Entry) -> str | None:
     return entry.md.type if entry.md is not None else None
+
+
+def _later(held: datetime | None, than: datetime | None) -> bool:
+    return held is not None and than is not None and held > than

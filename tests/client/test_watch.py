@@ -51,20 +51,22 @@ T1 = T0 + timedelta(hours=3)
 POLICY = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
 
 
-def by_hand(plan: Plan[T], documents: Mapping[str, Document]) -> tuple[T, list[str]]:
-    """Run ``plan`` on ``documents``, each sent back as written and read again: the result and
-    the URLs asked for, in order."""
+def by_hand(plan: Plan[T], documents: Mapping[str, Document | bytes]) -> tuple[T, list[str]]:
+    """Run ``plan`` on ``documents``, each sent back as written (or as the bytes given) and read
+    again: the result and the URLs asked for, in order."""
     asked: list[str] = []
     try:
         url = next(plan)
         while True:
             asked.append(url)
-            url = plan.send(read_document(document_bytes(documents[url]), url=url))
+            document = documents[url]
+            raw = document if isinstance(document, bytes) else document_bytes(document)
+            url = plan.send(read_document(raw, url=url))
     except StopIteration as stop:
         return stop.value, asked
 
 
-def change_list(entries: Iterable[Entry], *, from_: datetime = T0,
+def change_list(entries: Iterable[Entry], *, from_: datetime | None = T0,
                 until: datetime | None = None) -> Document:
     return Document(Head(md=Metadata(capability="changelist", from_=from_, until=until),
                          links=(UP,)), list(entries))
@@ -121,6 +123,21 @@ def test_a_version_1_0_list_is_read_by_its_lastmod() -> None:
                        {LIST: change_list(entries)})
     assert (found.count, found.first_time, found.last_time) == (
         2, T0 + timedelta(hours=2), T0 + timedelta(hours=3))
+
+
+def test_a_change_an_imperfect_list_cannot_prove_old_is_new_to_the_sensor_too() -> None:
+    """As the engine reads them (issue 13): a list with no ``from`` (resync 2.0.1), or out of
+    order across the position, cannot say a change dated before the position is old."""
+    position = ChangePosition.at(T0 + timedelta(hours=2))
+    gone = change("gone", T0, "deleted", in_lastmod=True)
+    resync, _ = by_hand(new_changes(LIST, position), {LIST: change_list([gone], from_=None)})
+    assert resync.count == 1 and resync.samples == (("http://example.com/gone", "deleted"),)
+    ordered = document_bytes(change_list([change("b", T0 + timedelta(hours=1)),
+                                          change("a", T0 + timedelta(hours=3))]))
+    assert by_hand(new_changes(LIST, position), {LIST: ordered})[0].count == 1
+    b_entry = ordered[ordered.index(b"<url>"):ordered.index(b"</url>") + 6]
+    jumbled = ordered.replace(b_entry, b"").replace(b"</urlset>", b_entry + b"</urlset>")
+    assert by_hand(new_changes(LIST, position), {LIST: jumbled})[0].count == 2
 
 
 def test_an_empty_index_has_no_changes_and_no_list_to_close() -> None:

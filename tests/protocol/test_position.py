@@ -12,6 +12,8 @@ from airflow_provider_resourcesync.protocol.position import (
     ChangeListRef,
     ChangePosition,
     changes_after,
+    doubt,
+    in_order,
     lists_to_read,
 )
 from airflow_provider_resourcesync.protocol.reader import read_document
@@ -95,7 +97,37 @@ def test_a_rotated_list_at_the_same_url_is_read_by_time() -> None:
 def test_one_point_zero_lists_use_lastmod() -> None:
     entries = [change("a", 1, lastmod=True), change("b", 2, lastmod=True)]
     position = ChangePosition.at(T0 + timedelta(minutes=2))
-    assert consume(ChangeListRef("http://e.com/other.xml"), entries, position)[0] == ["b"]
+    assert consume(ChangeListRef("http://e.com/other.xml", T0), entries, position)[0] == ["b"]
+
+
+def test_a_list_with_no_from_cannot_say_which_changes_are_old_so_all_come_after() -> None:
+    """resync 2.0.1 writes no ``from`` and dates a deletion by the file's old ``lastmod``."""
+    entries = [change("a", 5, lastmod=True),
+               Entry("http://e.com/gone", lastmod=T0, md=Metadata(change="deleted"))]
+    position = ChangePosition.at(T0 + timedelta(minutes=2))
+    resync = ChangeListRef("http://e.com/changelist.xml")
+    assert consume(resync, entries, position)[0] == ["a", "gone"]
+    assert "has no from" in (doubt(resync, position) or "")
+    assert doubt(resync, ChangePosition()) is None  # no position time: nothing is skipped
+
+
+def test_a_list_out_of_order_cannot_say_which_changes_are_old_so_all_come_after() -> None:
+    entries = [change("a", 1), change("b", 5), change("c", 1)]
+    position = ChangePosition.at(T0 + timedelta(minutes=2))
+    assert not in_order(entries) and in_order([change("a", 1), change("b", None), change("c", 1)])
+    assert consume(LIST, entries, position)[0] == ["b"]  # read as if in order: c lost
+    assert [entry.loc[-1] for _, entry in changes_after(LIST, entries, position, by_time=False)
+            ] == ["a", "b", "c"]
+    assert "out of order" in (doubt(LIST, position, ordered=False) or "")
+    assert doubt(LIST, position) is None
+
+
+def test_every_change_of_a_list_beginning_after_the_position_comes_after_it() -> None:
+    later = ChangeListRef("http://e.com/cl-2.xml", T0 + timedelta(minutes=10))
+    entries = [change("early", 1), change("b", 11)]  # dated before its own from: still in it
+    position = ChangePosition.at(T0 + timedelta(minutes=5))
+    assert consume(later, entries, position)[0] == ["early", "b"]
+    assert doubt(later, position) is None
 
 
 def test_lists_ending_before_the_position_are_skipped() -> None:
