@@ -8,6 +8,7 @@ for a million URIs. The book is used from one thread (the pool hands results bac
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -81,6 +82,12 @@ class Expectations(ClosedOnExit):
     def expects_key(self, key: str) -> bool:
         """Whether a resource the mirror should hold lives at ``key``."""
         return self._one("SELECT 1 FROM expected WHERE key = ? AND present = 1", key)
+
+    def expects_newer(self, uri: str, than: datetime) -> bool:
+        """Whether the mirror should hold ``uri`` in a state dated after ``than``."""
+        row = self._db.execute("SELECT lastmod FROM expected WHERE uri = ? AND present = 1",
+                               (uri,)).fetchone()
+        return row is not None and row[0] is not None and parse_datetime(row[0]) > than
 
     def expects(self, uri: str) -> bool:
         return self._one("SELECT 1 FROM expected WHERE uri = ? AND present = 1", uri)

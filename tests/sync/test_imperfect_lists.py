@@ -23,6 +23,7 @@ from airflow_provider_resourcesync.protocol.model import (
 )
 from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.storage.base import Destination
+from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import SourceServer
@@ -116,6 +117,7 @@ def test_a_list_with_no_from_loses_no_deletion_dated_before_the_baseline(
     warned = [r.getMessage() for r in caplog.records if "has no from" in r.getMessage()]
     assert len(warned) == 1 and source.server.url("/rs/cl.xml") in warned[0]
     assert "2 of its changes are dated before" in warned[0]
+    assert run_audit(client, destination, capability_list_url=caps, deep=True).clean
 
 
 def test_a_doubtful_deletion_keeps_a_copy_the_mirror_got_later(
@@ -128,6 +130,7 @@ def test_a_doubtful_deletion_keeps_a_copy_the_mirror_got_later(
     caps = source.change_list([("x", "deleted", OLD)])
     run_incremental(client, destination, capability_list_url=caps, checkpoint=checkpoint)
     assert held(destination) == {source.uri("x"): b"x again\n"}
+    assert run_audit(client, destination, capability_list_url=caps).clean  # it agrees
 
 
 def test_a_list_out_of_order_across_the_baseline_loses_no_change(
