@@ -18,6 +18,7 @@ from itertools import chain
 
 from ..errors import DocumentError
 from ..protocol.closing import ClosedOnExit
+from ..protocol.datetimes import zone_assumed
 from ..protocol.model import Capability, DocumentKind, Entry, Head, Root
 from ..protocol.position import (
     ChangeListRef,
@@ -159,8 +160,22 @@ def _open(client: ResourceSyncClient, url: str, capability: Capability) -> _Open
     except BaseException:
         reader.close()
         raise
+    _warn_zoneless(url, reader.head)
     return _Opened(reader, chain(() if first is None else (first,), entries), is_index, fetched,
                    max_bytes)
+
+
+def _warn_zoneless(url: str, head: Head) -> None:
+    """Lenient in: times with no zone designator are read as UTC (7), and said so."""
+    md = head.md
+    if md is None:
+        return
+    named = [name for name, value in (("at", md.at), ("completed", md.completed),
+                                      ("from", md.from_), ("until", md.until))
+             if value is not None and zone_assumed(value)]
+    if named:
+        log.warning("The document %s gives its %s with no time zone (a W3C Datetime needs one, "
+                    "spec section 7): read as UTC", url, " and ".join(named))
 
 
 def _open_list(client: ResourceSyncClient, url: str, capability: Capability) -> _Opened:
@@ -285,11 +300,15 @@ def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
     """The list's changes after ``position``; where its times cannot say which are older, all
     of them, with a warning naming the list, why, and how many are dated before the position."""
     by_time, why = time_rule(ref, position, opened.read_again)
-    doubtful = 0
+    doubtful = zoneless = 0
     for index, entry in changes_in_list(ref, _stream(opened), position, by_time=by_time):
         early = why is not None and is_before(entry, position)
         doubtful += early
+        zoneless += entry.change_time is not None and zone_assumed(entry.change_time)
         yield ChangeItem(ref, index, entry, early)
+    if zoneless:
+        log.warning("The Change List %s dates %s of its changes with no time zone (a W3C "
+                    "Datetime needs one, spec section 7): read as UTC", ref.url, zoneless)
     if doubtful:
         log.warning("The Change List %s %s: %s of its changes are dated before %s, where this "
                     "run starts, and are applied in case they are new (a deletion only where the "

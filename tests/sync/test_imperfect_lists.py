@@ -41,6 +41,7 @@ class _Source:
     def __init__(self, server: SourceServer) -> None:
         self.server = server
         self.bodies: dict[str, bytes] = {}
+        self.zone = "Z"
 
     def uri(self, name: str) -> str:
         return self.server.url(f"/rs/{name}")
@@ -59,13 +60,15 @@ class _Source:
                                      entries))
 
     def change_list(self, changes: list[tuple[str, str, datetime]], *, datetime_md: bool = False,
-                    from_: datetime | None = None) -> str:
+                    from_: datetime | None = None, zone: str = "Z") -> str:
         """A Change List of ``(name, change, when)`` as written, in the order given (our writer
         refuses a list out of order): dated by ``lastmod`` (resync's 1.0 mode), and by
-        ``datetime`` too with ``datetime_md`` (its 1.1 mode); ``from_`` only if given."""
+        ``datetime`` too with ``datetime_md`` (its 1.1 mode); ``from_`` only if given; times
+        end with ``zone`` (CORE writes none)."""
+        self.zone = zone
         entries = "".join(self._change(name, kind, when, datetime_md)
                           for name, kind, when in changes)
-        head = f' from="{format_datetime(from_)}"' if from_ is not None else ""
+        head = f' from="{self._time(from_)}"' if from_ is not None else ""
         self.server.put("/rs/cl.xml", (
             f'<urlset xmlns="{SITEMAP_NS}" xmlns:rs="{RS_NS}">'
             f'<rs:md capability="changelist"{head}/>{entries}</urlset>').encode(),
@@ -80,9 +83,12 @@ class _Source:
         body = self.bodies.get(name)
         md = described(body) if body is not None and kind != "deleted" else None
         fixity = f' hash="{md.hash}" length="{md.length}"' if md is not None else ""
-        stamp = f' datetime="{format_datetime(when)}"' if datetime_md else ""
-        return (f"<url><loc>{self.uri(name)}</loc><lastmod>{format_datetime(when)}</lastmod>"
+        stamp = f' datetime="{self._time(when)}"' if datetime_md else ""
+        return (f"<url><loc>{self.uri(name)}</loc><lastmod>{self._time(when)}</lastmod>"
                 f'<rs:md change="{kind}"{fixity}{stamp}/></url>')
+
+    def _time(self, when: datetime) -> str:
+        return format_datetime(when).removesuffix("Z") + self.zone
 
     def _put(self, name: str, document: Document) -> None:
         self.server.put(f"/rs/{name}", document_bytes(document), "application/xml")
@@ -163,3 +169,20 @@ def test_a_list_in_order_across_the_baseline_still_skips_what_the_baseline_had(
                               from_=OLD)
     run_incremental(client, destination, capability_list_url=caps, checkpoint=checkpoint)
     assert held(destination) == {source.uri("a"): b"a again\n"}
+
+
+def test_times_without_a_zone_are_read_as_utc_and_said_so(
+        client: ResourceSyncClient, destination: Destination, source: _Source,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """CORE writes ``from="2020-06-02T00:00:00"`` (no zone, spec 7): the run reads it as UTC."""
+    source.serve("a", b"a v1\n")
+    source.resource_list({"a": OLD})
+    checkpoint = run_baseline(client, destination, capability_list_url=source.change_list([]))
+    source.serve("a", b"a v2\n")
+    caps = source.change_list([("a", "updated", NEW)], datetime_md=True, from_=AT, zone="")
+    with caplog.at_level(logging.WARNING):
+        run_incremental(client, destination, capability_list_url=caps, checkpoint=checkpoint)
+    assert held(destination) == {source.uri("a"): b"a v2\n"}
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    assert "gives its from with no time zone" in warned
+    assert "dates 1 of its changes with no time zone" in warned
