@@ -12,6 +12,7 @@ from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.keys import KeyMapper
+from ..storage.state import WELL_KNOWN
 from ..sync.audit import AuditReport, run_audit
 from .baseline import capability_list_of
 from .next_step import says_what_next
@@ -43,7 +44,8 @@ class ResourceSyncAuditOperator(BaseOperator):
     :param key_prefixes: the baseline's URI prefix -> key prefix mapping (templated).
     :param ignore_prefixes: key prefixes holding objects that are not the mirror's, never extra
         and never removed (templated): the incremental sync's ``move_to`` with
-        ``deletes="move"``.
+        ``deletes="move"``. The mirror's Source Description at ``.well-known/resourcesync``
+        (``well_known``) is never extra either.
     :param concurrency: resources checked at once; None: the connection's concurrency.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
@@ -77,7 +79,7 @@ class ResourceSyncAuditOperator(BaseOperator):
                 hook.get_conn(), destination,
                 capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
                 mapper=KeyMapper(self.key_prefixes), repair=self.on_mismatch == "repair",
-                deep=self.deep, ignore_prefixes=self.ignore_prefixes or (),
+                deep=self.deep, ignore_prefixes=(*(self.ignore_prefixes or ()), WELL_KNOWN),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
         counts = _counts(report)
         if report.clean:

@@ -12,15 +12,22 @@ from airflow.sdk import Asset, BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_asset_uri, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..storage.base import Destination
 from ..storage.keys import KeyMapper
+from ..storage.state import WELL_KNOWN, check_well_known, publish_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
 from ..sync.shard import Shard
 from .next_step import says_what_next
 from .rendered import rendered_value
 
-__all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator",
-           "capability_list_of", "destination_outlets"]
+__all__ = [
+    "ResourceSyncBaselineOperator",
+    "ResourceSyncCombineShardsOperator",
+    "capability_list_of",
+    "describe_at_well_known",
+    "destination_outlets",
+]
 
 
 def destination_outlets(destination: Any) -> list[Asset]:
@@ -49,6 +56,17 @@ def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Log
     log.info("Using the Capability List %s, discovered from %s by %s%s", chosen, hook.base_url,
              found.route, f" (also found: {', '.join(others)})" if others else "")
     return chosen
+
+
+def describe_at_well_known(destination: Destination, log: logging.Logger) -> None:
+    """Copy the mirror's Source Description to ``.well-known/resourcesync`` (after the run that
+    saved it), logged.
+
+    :raises ConfigurationError: a resource of the mirror is stored there.
+    """
+    if publish_well_known(destination):
+        log.info("Wrote the mirror's Source Description at %s, for Destinations that discover "
+                 "it (spec 6.3.2)", destination.object_url(WELL_KNOWN))
 
 
 class ResourceSyncBaselineOperator(BaseOperator):
@@ -87,6 +105,11 @@ class ResourceSyncBaselineOperator(BaseOperator):
         others sync from (spec 14.8): the mirror's own documents name its resources there
         (templated); later runs keep it. None: the one saved with the mirror, else the
         destination's own URLs.
+    :param well_known: also write the mirror's Source Description at
+        ``.well-known/resourcesync`` of the destination (spec 6.3.2), for a destination served
+        at the root of a host (or of the URL a resync user points at): Destinations then find
+        the mirror from that URL alone. Refused with ``key_prefixes`` that could map a resource
+        there. A sharded baseline leaves it to the combining task.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination (None: boto3's default
         credentials).
     """
@@ -100,7 +123,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
                  remove_missing: bool = False, key_prefixes: dict[str, str] | None = None,
                  concurrency: int | None = None, shard_index: int | None = None,
                  shard_count: int | None = None, public_url: str | None = None,
-                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
+                 well_known: bool = False, aws_conn_id: str | None = "aws_default",
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
         self.destination = destination
@@ -113,6 +137,7 @@ class ResourceSyncBaselineOperator(BaseOperator):
         self.shard_index = shard_index
         self.shard_count = shard_count
         self.public_url = public_url
+        self.well_known = well_known
         self.aws_conn_id = aws_conn_id
         if shard_count is None:  # a shard is not the mirror: the combining task announces it
             self.add_outlets(destination_outlets(destination))
@@ -121,6 +146,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
         with says_what_next(self.log), closing(ResourceSyncHook(
                 resourcesync_conn_id=self.resourcesync_conn_id)) as hook:
             shard = self._shard()
+            if self.well_known:
+                check_well_known(self.key_prefixes)
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
             checkpoint = run_baseline(
                 hook.get_conn(), destination,
@@ -129,6 +156,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
                 remove_missing=self.remove_missing, shard=shard,
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
                 public_url=self.public_url or None, log=self.log)
+            if self.well_known and shard is None:
+                describe_at_well_known(destination, self.log)
         self.log.info("Mirrored %s into %s%s: %s", checkpoint.document, checkpoint.destination,
                       f" (shard {shard})" if shard else "", _stats(checkpoint))
         return checkpoint.to_json()
@@ -151,17 +180,20 @@ class ResourceSyncCombineShardsOperator(BaseOperator):
     :param destination: the shards' destination (templated).
     :param checkpoints: the shards' checkpoints (templated): the mapped task's ``.output``, or a
         template such as ``"{{ ti.xcom_pull(task_ids='baseline') }}"``.
+    :param well_known: also write the mirror's Source Description at
+        ``.well-known/resourcesync`` (see :class:`ResourceSyncBaselineOperator`).
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 
     template_fields: Sequence[str] = ("destination", "checkpoints")
     ui_color = "#d6eaf8"
 
-    def __init__(self, *, destination: str, checkpoints: Any,
+    def __init__(self, *, destination: str, checkpoints: Any, well_known: bool = False,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.destination = destination
         self.checkpoints = checkpoints
+        self.well_known = well_known
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(destination))
 
@@ -170,6 +202,8 @@ class ResourceSyncCombineShardsOperator(BaseOperator):
             shards = [Checkpoint.from_json(item) for item in _listed(self.checkpoints)]
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
             combined = combine_shards(destination, shards, log=self.log)
+            if self.well_known:
+                describe_at_well_known(destination, self.log)
         self.log.info("Combined %s shards into the mirror at %s: %s", len(shards),
                       combined.destination, _stats(combined))
         return combined.to_json()

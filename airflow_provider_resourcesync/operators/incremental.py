@@ -13,10 +13,10 @@ from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
-from ..storage.state import saved_checkpoint
+from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..sync.incremental import DELETES, METHODS, run_incremental
-from .baseline import capability_list_of, destination_outlets
+from .baseline import capability_list_of, describe_at_well_known, destination_outlets
 from .next_step import says_what_next
 from .rendered import rendered_value
 
@@ -53,6 +53,9 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         faster); None: the connection's concurrency.
     :param public_url: the URL the destination is published under, as given to the baseline
         (templated); None: the one saved with the mirror.
+    :param well_known: also write the mirror's Source Description at
+        ``.well-known/resourcesync``, as the baseline does (see
+        :class:`~.baseline.ResourceSyncBaselineOperator`): give it to both.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 
@@ -64,8 +67,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                  capability_list_url: str | None = None, checkpoint: Any = None,
                  method: str = "auto", deletes: str = "delete", move_to: str = "deleted/",
                  key_prefixes: dict[str, str] | None = None, concurrency: int | None = None,
-                 public_url: str | None = None, aws_conn_id: str | None = "aws_default",
-                 **kwargs: Any) -> None:
+                 public_url: str | None = None, well_known: bool = False,
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
         ConfigurationError.unless_one_of("deletes", deletes, DELETES)
@@ -79,12 +82,15 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         self.key_prefixes = key_prefixes
         self.concurrency = concurrency
         self.public_url = public_url
+        self.well_known = well_known
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(destination))
 
     def execute(self, context: Context) -> dict[str, Any]:
         with says_what_next(self.log), closing(ResourceSyncHook(
                 resourcesync_conn_id=self.resourcesync_conn_id)) as hook:
+            if self.well_known:
+                check_well_known(self.key_prefixes)
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
             start = self._start(context, destination)
             checkpoint = run_incremental(
@@ -94,6 +100,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                 move_to=self.move_to, mapper=KeyMapper(self.key_prefixes),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
                 public_url=self.public_url or None, log=self.log)
+            if self.well_known:
+                describe_at_well_known(destination, self.log)
         return checkpoint.to_json()
 
     def _start(self, context: Context, destination: Destination) -> Checkpoint:

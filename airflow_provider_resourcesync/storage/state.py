@@ -12,7 +12,8 @@ At the destination, :class:`MirrorState` keeps
   (every save but the first), from the save before, and ``changelist.xml``, the Change List
   Index (12.2) over them that the Capability List points to (see :meth:`MirrorState.save`);
 - ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
-  Description (8) that make the mirror a Source others can sync from;
+  Description (8) that make the mirror a Source others can sync from; a copy of the Source
+  Description at ``.well-known/resourcesync`` if asked (:func:`publish_well_known`);
 - ``checkpoint.json``: the last checkpoint, written last: the recovery path when the XCom is gone.
 
 During a run the state lives in a scratch SQLite database (:mod:`.scratch`: nothing is left behind,
@@ -25,14 +26,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 from urllib.parse import quote, unquote, urlsplit
 
-from ..errors import DocumentError, InvalidValueError, UnsafeContentError
+from ..errors import ConfigurationError, DocumentError, InvalidValueError, UnsafeContentError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import DigestingWriter, Hashes
@@ -71,8 +72,11 @@ __all__ = [
     "DESCRIPTION",
     "NAMESPACE",
     "RESOURCE_LIST",
+    "WELL_KNOWN",
     "MirrorState",
     "ObjectRecord",
+    "check_well_known",
+    "publish_well_known",
     "saved_checkpoint",
 ]
 
@@ -82,6 +86,9 @@ DESCRIPTION = RESERVED_PREFIX + "description.xml"
 CHECKPOINT = RESERVED_PREFIX + "checkpoint.json"
 CHANGES = RESERVED_PREFIX + "changes/"
 CHANGE_LIST_INDEX = RESERVED_PREFIX + "changelist.xml"
+#: Where a Destination looks for a Source's Source Description first (6.3.2, RFC 5785): the
+#: mirror keeps a copy of its own there when it is served at the root of a host.
+WELL_KNOWN = ".well-known/resourcesync"
 #: The namespace of the attribute that names each object's key in the mirror's Resource List.
 NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
 
@@ -631,6 +638,46 @@ def saved_checkpoint(destination: Destination) -> dict[str, Any] | None:
     return checkpoint
 
 
+def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:
+    """Refuse key prefixes that could put a resource where :func:`publish_well_known` writes
+    (a URI mapped onto ``.well-known/`` could be ``.../resourcesync``; one mapped under
+    ``.well-known/resourcesync/`` needs it to be a folder on local disk). The default layout
+    cannot: its keys start with the scheme.
+
+    :raises ConfigurationError: a key prefix clashes; nothing is written.
+    """
+    for uri_prefix, key_prefix in (key_prefixes or {}).items():
+        if WELL_KNOWN.startswith(key_prefix) or key_prefix.startswith(WELL_KNOWN + "/"):
+            raise ConfigurationError(
+                f"key_prefixes maps {uri_prefix!r} to {key_prefix!r}, where a resource could "
+                f"take the place of the mirror's Source Description at {WELL_KNOWN!r}: map it "
+                "to another key prefix, or leave well_known off")
+
+
+def publish_well_known(destination: Destination) -> bool:
+    """Copy the mirror's Source Description to :data:`WELL_KNOWN` at ``destination``, where a
+    Destination of the mirror served at the root of a host finds it (6.3.2). Called after a
+    save, so it never points at a Capability List not yet written; a mirror with none saved yet
+    gets none. Whether it was written.
+
+    :raises ConfigurationError: a resource of the mirror is stored there (mapped by key
+        prefixes of an earlier run); it is left as it is.
+    :raises DestinationError: the destination refused the write.
+    """
+    description = destination.read_bytes(DESCRIPTION)
+    if description is None:
+        return False
+    held = destination.info(WELL_KNOWN)  # the mirror's own documents carry no description
+    if held is not None:
+        raise ConfigurationError(
+            f"{destination.object_url(WELL_KNOWN)} holds the resource {_shortened(held.uri)}, "
+            "not a Source "
+            "Description: map that resource to another key prefix and baseline again, or "
+            "leave well_known off")
+    destination.write_bytes(WELL_KNOWN, description, _XML)
+    return True
+
+
 def _saved_record(data: bytes, url: str) -> dict[str, Any]:
     """The record :meth:`MirrorState.save` writes next to the documents, checked."""
     try:
@@ -644,6 +691,11 @@ def _saved_record(data: bytes, url: str) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError) as exc:
         raise DocumentError(f"the mirror's checkpoint is not readable: {exc}", url=url) from exc
     return value
+
+
+def _shortened(text: str, limit: int = 100) -> str:
+    """``text`` quoted, cut to its first ``limit`` characters if longer (its length said)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _base_url(url: str) -> str:
