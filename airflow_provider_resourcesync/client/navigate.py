@@ -25,7 +25,7 @@ from ..protocol.position import (
     ChangePosition,
     is_before,
     lists_to_read,
-    time_rule,
+    reading,
 )
 from ..protocol.position import changes_after as changes_in_list
 from ..protocol.reader import DocumentReader
@@ -275,7 +275,7 @@ class ChangeItem:
     """One change after a position: the list it is in, its index in that list (from 0), the
     entry. ``position.advance(item.list, item.index, item.entry)`` moves past it. ``doubtful``:
     dated before the position in a list whose times cannot say whether it is older
-    (:func:`~airflow_provider_resourcesync.protocol.position.doubt`)."""
+    (:class:`~airflow_provider_resourcesync.protocol.position.Reading`)."""
 
     list: ChangeListRef
     index: int
@@ -299,10 +299,10 @@ def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
              ) -> Iterator[ChangeItem]:
     """The list's changes after ``position``; where its times cannot say which are older, all
     of them, with a warning naming the list, why, and how many are dated before the position."""
-    by_time, why = time_rule(ref, position, opened.read_again)
+    how = reading(ref, position, opened.read_again)
     doubtful = zoneless = 0
-    for index, entry in changes_in_list(ref, _stream(opened), position, by_time=by_time):
-        early = why is not None and is_before(entry, position)
+    for index, entry in changes_in_list(ref, _stream(opened), position, how):
+        early = how.doubt is not None and is_before(entry, position)
         doubtful += early
         zoneless += entry.change_time is not None and zone_assumed(entry.change_time)
         yield ChangeItem(ref, index, entry, early)
@@ -312,7 +312,7 @@ def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
     if doubtful:
         log.warning("The Change List %s %s: %s of its changes are dated before %s, where this "
                     "run starts, and are applied in case they are new (a deletion only where the "
-                    "mirror's copy is not newer)", ref.url, why, doubtful, position.time)
+                    "mirror's copy is not newer)", ref.url, how.doubt, doubtful, position.time)
 
 
 def changes_after(client: ResourceSyncClient, change_list_url: str, position: ChangePosition

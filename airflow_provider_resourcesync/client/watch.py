@@ -23,7 +23,7 @@ from ..protocol.position import (
     ChangeListRef,
     ChangePosition,
     lists_to_read,
-    time_rule,
+    reading,
 )
 from ..protocol.position import changes_after as changes_in_list
 from ..protocol.reader import read_document
@@ -130,8 +130,8 @@ def _after(ref: ChangeListRef, entries: list[Entry], position: ChangePosition
            ) -> Iterator[tuple[str, Entry]]:
     """The list's changes after ``position``, as the engine reads them: all of them where the
     list's times cannot say which are older (no ``from``, out of order)."""
-    by_time, _ = time_rule(ref, position, lambda: entries)
-    for _, entry in changes_in_list(ref, entries, position, by_time=by_time):
+    how = reading(ref, position, lambda: entries)
+    for _, entry in changes_in_list(ref, entries, position, how):
         yield ref.url, entry
 
 

@@ -13,7 +13,9 @@ before the position come first and were in the snapshot or the lists read before
 break both (resync 2.0.1 writes Change Lists with no ``from``, each deletion dated by the file's
 old ``lastmod``): where the times cannot be trusted, every change of the list comes after the
 position — re-applying an update is harmless, and the engine checks a doubtful deletion against
-the mirror's copy — and :func:`doubt` says why, for the warning.
+the mirror's copy — and :class:`Reading` says why, for the warning. resync also writes each new
+list over the last one at the same URL: a list with no ``from`` is the position's own only while
+the entry it last consumed is still where it was.
 """
 
 from __future__ import annotations
@@ -29,13 +31,12 @@ from .model import Entry, Head
 __all__ = [
     "ChangeListRef",
     "ChangePosition",
+    "Reading",
     "changes_after",
-    "doubt",
     "in_order",
     "is_before",
     "lists_to_read",
-    "straddles",
-    "time_rule",
+    "reading",
 ]
 
 
@@ -67,12 +68,15 @@ class ChangePosition:
     :param list_from: that list's ``from``: the list's identity, which survives a move into an
         index and tells a new list at the same URL apart.
     :param consumed: how many entries of that list were consumed.
+    :param last: the ``loc`` of the last entry consumed, which tells a list with no ``from``
+        rewritten at the same URL apart (None in checkpoints written before it was kept).
     """
 
     time: datetime | None = None
     list_url: str | None = None
     list_from: datetime | None = None
     consumed: int = 0
+    last: str | None = None
 
     @classmethod
     def at(cls, time: datetime) -> ChangePosition:
@@ -92,7 +96,8 @@ class ChangePosition:
     def advance(self, ref: ChangeListRef, index: int, entry: Entry) -> ChangePosition:
         """The position once ``entry``, the ``index``-th (from 0) of list ``ref``, is consumed."""
         when = entry.change_time
-        return ChangePosition(self.time if when is None else when, ref.url, ref.from_, index + 1)
+        return ChangePosition(self.time if when is None else when, ref.url, ref.from_, index + 1,
+                              entry.loc)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as W3C strings), for checkpoints."""
@@ -126,11 +131,49 @@ def lists_to_read(lists: Iterable[ChangeListRef], position: ChangePosition
             or position.is_same_list(ref)]
 
 
-def straddles(ref: ChangeListRef, position: ChangePosition) -> bool:
-    """Whether list ``ref`` (not the position's own) begins before the position's time: then its
-    times tell its old changes from its new ones, if they are in order (:func:`in_order`)."""
-    return (position.time is not None and ref.from_ is not None and ref.from_ < position.time
-            and not position.is_same_list(ref))
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How one list is read after a position: as the position's ``own`` list (its first
+    ``consumed`` entries skipped, whatever their times), ``by_time`` (entries dated before the
+    position skipped), or whole. ``doubt``: why whole, where the list's times cannot say which
+    of its changes are older."""
+
+    own: bool = False
+    by_time: bool = False
+    doubt: str | None = None
+
+
+_NO_FROM = "has no from (12.1), so its times cannot tell old changes from new ones"
+_OUT_OF_ORDER = "lists its changes out of order (12.1), so its times cannot tell old from new"
+
+
+def reading(ref: ChangeListRef, position: ChangePosition,
+            again: Callable[[], Iterable[Entry]]) -> Reading:
+    """How to read list ``ref`` after ``position``; ``again`` gives its entries once more, for
+    the checks that need a pass of their own (read only where they matter)."""
+    if position.is_same_list(ref) and (ref.from_ is not None or _still_there(again(), position)):
+        return Reading(own=True)
+    if position.time is None:
+        return Reading()
+    if ref.from_ is None:
+        return Reading(doubt=_NO_FROM)
+    if ref.from_ >= position.time:
+        return Reading()  # every change of a list that begins after the position is after it
+    if not in_order(again()):
+        return Reading(doubt=_OUT_OF_ORDER)
+    return Reading(by_time=True)
+
+
+def _still_there(entries: Iterable[Entry], position: ChangePosition) -> bool:
+    """Whether the entry the position last consumed is still where it was (a list only grows,
+    12.1; one rewritten at its URL does not keep it)."""
+    if position.last is None or position.consumed == 0:
+        return True
+    for index, entry in enumerate(entries):
+        if index == position.consumed - 1:
+            when = entry.change_time
+            return entry.loc == position.last and (when is None or when == position.time)
+    return False
 
 
 def in_order(entries: Iterable[Entry]) -> bool:
@@ -146,35 +189,6 @@ def in_order(entries: Iterable[Entry]) -> bool:
     return True
 
 
-def doubt(ref: ChangeListRef, position: ChangePosition, *, ordered: bool = True) -> str | None:
-    """Why the times of list ``ref`` cannot say which of its changes come after ``position``;
-    None where they can, or need not (the position's own list, counted; no position time).
-
-    :param ordered: whether the list's changes are in order (:func:`in_order`); only asked of a
-        list that :func:`straddles` the position.
-    """
-    if position.time is None or position.is_same_list(ref):
-        return None
-    if ref.from_ is None:
-        return "has no from (12.1), so its times cannot tell old changes from new ones"
-    if ref.from_ >= position.time:
-        return None  # every change of a list that begins after the position is after it
-    if not ordered:
-        return "lists its changes out of order (12.1), so its times cannot tell old from new"
-    return None
-
-
-def time_rule(ref: ChangeListRef, position: ChangePosition,
-              again: Callable[[], Iterable[Entry]]) -> tuple[bool, str | None]:
-    """How to read list ``ref`` after ``position``: whether by time (``by_time`` of
-    :func:`changes_after`), and why its times cannot be trusted (:func:`doubt`) if they cannot.
-    The order of its changes is checked, by ``again`` (another pass over them), only where it
-    matters: in a list that :func:`straddles` the position."""
-    straddling = straddles(ref, position)
-    ordered = not straddling or in_order(again())
-    return straddling and ordered, doubt(ref, position, ordered=ordered)
-
-
 def is_before(entry: Entry, position: ChangePosition) -> bool:
     """Whether the change is dated before the position's time (doubtful where :func:`doubt`)."""
     when = entry.change_time
@@ -182,22 +196,12 @@ def is_before(entry: Entry, position: ChangePosition) -> bool:
 
 
 def changes_after(ref: ChangeListRef, entries: Iterable[Entry], position: ChangePosition,
-                  *, by_time: bool | None = None) -> Iterator[tuple[int, Entry]]:
-    """The entries of list ``ref`` after ``position``, with their index in the list.
-
-    In the list the position came from, the first ``consumed`` entries are skipped, whatever their
-    times (an open list only grows). In another list, entries dated before the position are
-    skipped ``by_time`` only: where the list :func:`straddles` the position and its changes are
-    in order (None: :func:`straddles`, the order taken on trust). Every other entry comes after
-    the position: those of a list beginning after it, of a list with no ``from`` or out of order
-    (:func:`doubt`), and entries with no time (their place in the list is their only order).
-    """
-    same_list = position.is_same_list(ref)
-    if by_time is None:
-        by_time = straddles(ref, position)
+                  how: Reading) -> Iterator[tuple[int, Entry]]:
+    """The entries of list ``ref`` after ``position``, with their index in the list, read
+    ``how`` :func:`reading` says."""
     for index, entry in enumerate(entries):
-        if same_list:
+        if how.own:
             if index >= position.consumed:
                 yield index, entry
-        elif not (by_time and is_before(entry, position)):
+        elif not (how.by_time and is_before(entry, position)):
             yield index, entry

@@ -28,7 +28,7 @@ from ..client.sync_client import ResourceSyncClient
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability, Change, DocumentKind, Entry
 from ..protocol.package import DumpPackage
-from ..protocol.position import ChangeListRef, ChangePosition
+from ..protocol.position import ChangeListRef, ChangePosition, Reading
 from ..protocol.position import changes_after as changes_in_list
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
@@ -209,6 +209,6 @@ def _package_changes(package: Entry, opened: DumpPackage, position: ChangePositi
     alone (no ``from``), so a position in it never mistakes a Change List for it."""
     ref = ChangeListRef(package.loc)
     entries = (entry for entry, _ in opened.entries())
-    # by time: the package was chosen for ending after the position (13.1)
-    for index, entry in changes_in_list(ref, entries, position, by_time=True):
+    own = position.is_same_list(ref)  # else by time: it ends after the position (13.1)
+    for index, entry in changes_in_list(ref, entries, position, Reading(own, not own)):
         yield ChangeItem(ref, index, entry)

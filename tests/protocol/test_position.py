@@ -11,10 +11,11 @@ from airflow_provider_resourcesync.protocol.model import Entry, Metadata
 from airflow_provider_resourcesync.protocol.position import (
     ChangeListRef,
     ChangePosition,
+    Reading,
     changes_after,
-    doubt,
     in_order,
     lists_to_read,
+    reading,
 )
 from airflow_provider_resourcesync.protocol.reader import read_document
 from tests.protocol.conftest import EXAMPLES
@@ -34,7 +35,8 @@ def consume(ref: ChangeListRef, entries: list[Entry], position: ChangePosition,
             limit: int | None = None) -> tuple[list[str], ChangePosition]:
     """Consume up to ``limit`` changes after ``position``; their names and the new position."""
     names = []
-    for index, entry in changes_after(ref, entries, position):
+    for index, entry in changes_after(ref, entries, position,
+                                      reading(ref, position, lambda: entries)):
         if limit is not None and len(names) == limit:
             break
         names.append(entry.loc.rsplit("/", 1)[1])
@@ -107,19 +109,34 @@ def test_a_list_with_no_from_cannot_say_which_changes_are_old_so_all_come_after(
     position = ChangePosition.at(T0 + timedelta(minutes=2))
     resync = ChangeListRef("http://e.com/changelist.xml")
     assert consume(resync, entries, position)[0] == ["a", "gone"]
-    assert "has no from" in (doubt(resync, position) or "")
-    assert doubt(resync, ChangePosition()) is None  # no position time: nothing is skipped
+    assert "has no from" in (reading(resync, position, lambda: entries).doubt or "")
+    assert reading(resync, ChangePosition(), lambda: entries) == Reading()  # no time: all
+
+
+def test_a_list_with_no_from_rewritten_at_its_url_is_read_whole() -> None:
+    """resync writes each new Change List over the last one at the same URL, with no ``from``:
+    it is the position's own list only while the entry last consumed is still in its place."""
+    resync = ChangeListRef("http://e.com/changelist.xml")
+    _, position = consume(resync, [change("a", 1), change("b", 2)], ChangePosition())
+    assert position.last == "http://e.com/b"
+    grown = [change("a", 1), change("b", 2), change("c", 3)]
+    assert consume(resync, grown, position)[0] == ["c"]
+    rewritten = [change("c", 3), change("d", 4), change("e", 5)]
+    assert consume(resync, rewritten, position)[0] == ["c", "d", "e"]
+    b_again = [change("c", 3), change("b", 4)]  # b changed again, at its old place
+    assert consume(resync, b_again, position)[0] == ["c", "b"]
+    assert consume(resync, [change("c", 3)], position)[0] == ["c"]  # shorter than consumed
 
 
 def test_a_list_out_of_order_cannot_say_which_changes_are_old_so_all_come_after() -> None:
     entries = [change("a", 1), change("b", 5), change("c", 1)]
     position = ChangePosition.at(T0 + timedelta(minutes=2))
     assert not in_order(entries) and in_order([change("a", 1), change("b", None), change("c", 1)])
-    assert consume(LIST, entries, position)[0] == ["b"]  # read as if in order: c lost
-    assert [entry.loc[-1] for _, entry in changes_after(LIST, entries, position, by_time=False)
-            ] == ["a", "b", "c"]
-    assert "out of order" in (doubt(LIST, position, ordered=False) or "")
-    assert doubt(LIST, position) is None
+    assert consume(LIST, entries, position)[0] == ["a", "b", "c"]
+    assert "out of order" in (reading(LIST, position, lambda: entries).doubt or "")
+    by_time = [entry.loc[-1] for _, entry in changes_after(LIST, entries, position,
+                                                            Reading(by_time=True))]
+    assert by_time == ["b"]  # read as if in order, c would be lost
 
 
 def test_every_change_of_a_list_beginning_after_the_position_comes_after_it() -> None:
@@ -127,7 +144,7 @@ def test_every_change_of_a_list_beginning_after_the_position_comes_after_it() ->
     entries = [change("early", 1), change("b", 11)]  # dated before its own from: still in it
     position = ChangePosition.at(T0 + timedelta(minutes=5))
     assert consume(later, entries, position)[0] == ["early", "b"]
-    assert doubt(later, position) is None
+    assert reading(later, position, lambda: entries) == Reading()
 
 
 def test_lists_ending_before_the_position_are_skipped() -> None:
@@ -143,7 +160,7 @@ def test_lists_ending_before_the_position_are_skipped() -> None:
 
 
 def test_positions_survive_json() -> None:
-    position = ChangePosition(T0, LIST.url, T0, 7)
+    position = ChangePosition(T0, LIST.url, T0, 7, "http://e.com/r7")
     assert ChangePosition.from_json(position.to_json()) == position
     assert ChangePosition.from_json(ChangePosition().to_json()) == ChangePosition()
 
