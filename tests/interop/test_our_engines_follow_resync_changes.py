@@ -36,23 +36,18 @@ def test_creates_updates_and_deletes_of_resync_change_lists_arrive(
     checkpoint = run_baseline(client, destination, capability_list_url=source.capability_list_url)
     assert held(destination) == source.state()
 
-    # one run: an update, a deletion in a folder, a creation
-    source.write("a.txt", b"alpha, changed\n")
-    source.delete("sub/b.txt")
-    source.write("new.txt", b"new\n")
-    source.publish_files()
-    source.build_change_list(reference)
-    reference = source.build_resource_list()  # what the next Change List is computed against
-    checkpoint = run_incremental(client, destination, checkpoint=checkpoint,
-                                 capability_list_url=source.capability_list_url)
-    assert held(destination) == source.state()
-
-    # the next run: the Change List replaced by one of later changes
-    source.write("new.txt", b"new, changed\n")
-    source.delete("café.txt")
-    source.write("later.txt", b"later\n")
-    source.publish_files()
-    source.build_change_list(reference)
-    run_incremental(client, destination, checkpoint=checkpoint,
-                    capability_list_url=source.capability_list_url)
-    assert held(destination) == source.state()
+    # two runs, each Change List replacing the last: updates, creations, deletions (one in a
+    # folder), computed against the Resource List built before
+    for written, deleted in (({"a.txt": b"alpha, changed\n", "new.txt": b"new\n"}, ["sub/b.txt"]),
+                             ({"new.txt": b"new, changed\n", "later.txt": b"later\n"},
+                              ["café.txt"])):
+        for name, body in written.items():
+            source.write(name, body)
+        for name in deleted:
+            source.delete(name)
+        source.publish_files()
+        source.build_change_list(reference)
+        reference = source.build_resource_list()
+        checkpoint = run_incremental(client, destination, checkpoint=checkpoint,
+                                     capability_list_url=source.capability_list_url)
+        assert held(destination) == source.state()
