@@ -11,6 +11,8 @@ list, which it took for the list it had read (issue 13, item 1)."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
@@ -30,7 +32,7 @@ def built_for(request: pytest.FixtureRequest, filled: ResyncBuiltSource) -> Resy
 
 def test_creates_updates_and_deletes_of_resync_change_lists_arrive(
         client: ResourceSyncClient, destination: Destination,
-        built_for: ResyncBuiltSource) -> None:
+        built_for: ResyncBuiltSource, caplog: pytest.LogCaptureFixture) -> None:
     source = built_for
     reference = source.build_resource_list()
     checkpoint = run_baseline(client, destination, capability_list_url=source.capability_list_url)
@@ -48,6 +50,10 @@ def test_creates_updates_and_deletes_of_resync_change_lists_arrive(
         source.publish_files()
         source.build_change_list(reference)
         reference = source.build_resource_list()
-        checkpoint = run_incremental(client, destination, checkpoint=checkpoint,
-                                     capability_list_url=source.capability_list_url)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            checkpoint = run_incremental(client, destination, checkpoint=checkpoint,
+                                         capability_list_url=source.capability_list_url)
         assert held(destination) == source.state()
+        assert any("has no from" in record.getMessage() and "1 of its changes are dated before"
+                   in record.getMessage() for record in caplog.records)  # the deletion
