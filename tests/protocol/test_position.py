@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from airflow_provider_resourcesync.protocol.model import Entry, Metadata
+from airflow_provider_resourcesync.protocol.model import DocumentKind, Entry, Metadata
 from airflow_provider_resourcesync.protocol.position import (
     ChangeListRef,
     ChangePosition,
@@ -18,7 +20,10 @@ from airflow_provider_resourcesync.protocol.position import (
     reading,
 )
 from airflow_provider_resourcesync.protocol.reader import read_document
-from tests.protocol.conftest import EXAMPLES
+from tests.protocol.conftest import EXAMPLES, XML_EXAMPLES
+
+CHANGE_LISTS = [path for path in XML_EXAMPLES
+                if read_document(path).head.kind is DocumentKind.CHANGE_LIST]
 
 T0 = datetime(2013, 1, 3, tzinfo=UTC)
 LIST = ChangeListRef("http://e.com/changelist.xml", from_=T0)
@@ -145,6 +150,22 @@ def test_every_change_of_a_list_beginning_after_the_position_comes_after_it() ->
     position = ChangePosition.at(T0 + timedelta(minutes=5))
     assert consume(later, entries, position)[0] == ["early", "b"]
     assert reading(later, position, lambda: entries) == Reading()
+
+
+@pytest.mark.parametrize("path", CHANGE_LISTS, ids=lambda path: path.name)
+def test_the_specs_change_lists_are_read_by_time_where_they_straddle_a_position(
+        path: Path) -> None:
+    """Each printed Change List has a ``from`` and its changes in order: no doubt, and a
+    position inside its window skips exactly the changes dated before it."""
+    document = read_document(path)
+    ref = ChangeListRef.of("http://example.com/changelist.xml", document.head)
+    assert ref.from_ is not None
+    position = ChangePosition.at(ref.from_ + timedelta(hours=13))
+    how = reading(ref, position, lambda: document.entries)
+    assert how == Reading(by_time=True)
+    after = [entry for _, entry in changes_after(ref, document.entries, position, how)]
+    assert after == [entry for entry in document.entries
+                     if entry.change_time is None or entry.change_time >= position.time]
 
 
 def test_lists_ending_before_the_position_are_skipped() -> None:
