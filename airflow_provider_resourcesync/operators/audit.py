@@ -12,7 +12,6 @@ from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.keys import KeyMapper
-from ..storage.state import WELL_KNOWN
 from ..sync.audit import AuditReport, run_audit
 from .baseline import capability_list_of
 from .next_step import says_what_next
@@ -79,7 +78,7 @@ class ResourceSyncAuditOperator(BaseOperator):
                 hook.get_conn(), destination,
                 capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
                 mapper=KeyMapper(self.key_prefixes), repair=self.on_mismatch == "repair",
-                deep=self.deep, ignore_prefixes=(*(self.ignore_prefixes or ()), WELL_KNOWN),
+                deep=self.deep, ignore_prefixes=self.ignore_prefixes or (),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
         counts = _counts(report)
         if report.clean:

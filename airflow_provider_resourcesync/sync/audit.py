@@ -28,7 +28,7 @@ from ..protocol.model import Capability, Change, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination, ObjectInfo
 from ..storage.keys import KeyMapper, normalized
-from ..storage.state import MirrorState
+from ..storage.state import WELL_KNOWN, MirrorState
 from .compare import Expected, agrees, identity
 from .expectation import Expectations
 from .pool import bounded_map
@@ -102,7 +102,8 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
     report = AuditReport()
     with Expectations(partial(_key_or_none, mapper)) as book, \
             MirrorState.load(destination) as state:
-        auditor = _Auditor(destination, state, book, deep, tuple(ignore_prefixes), log)
+        # the mirror's own copy of its Source Description is never a resource (well_known)
+        auditor = _Auditor(destination, state, book, deep, (*ignore_prefixes, WELL_KNOWN), log)
         report.listed = auditor.expect(client, capabilities[Capability.RESOURCE_LIST],
                                        capabilities.get(Capability.CHANGE_LIST))
         report.refused = auditor.refused

@@ -27,10 +27,12 @@ from airflow_provider_resourcesync.storage.state import (
     WELL_KNOWN,
     publish_well_known,
 )
+from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
+from ..sync.conftest import client_for
 from ..sync.test_republish import publish
 from .resync import Resync
 from .test_resync_follows_our_mirror import files_under, mirror_files
@@ -97,6 +99,8 @@ def test_the_incremental_run_keeps_it_and_the_audit_leaves_it(
         on_mismatch="repair").execute({})
     assert (report["clean"], report["extra"]) == (True, 0)
     assert mirror.read_bytes(WELL_KNOWN) == mirror.read_bytes(DESCRIPTION)
+    with client_for(source.server) as client:  # the engine itself, not only the operator
+        assert run_audit(client, mirror, capability_list_url=source.capability_list_url).clean
 
 
 def test_the_combining_task_of_a_sharded_baseline_writes_it(
