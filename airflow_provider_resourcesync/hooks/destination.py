@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError
@@ -78,6 +79,11 @@ def destination_asset_uri(url: str) -> str:
     return DestinationURL.parse(url).asset_uri
 
 
+#: Connections an S3 destination's client keeps open: above the threads a sync runs by default
+#: (the connection's ``concurrency``, 16) and most that users set.
+MAX_POOL = 64
+
+
 def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default",
                          stale_upload_after: timedelta = STALE_UPLOAD_AFTER) -> Destination:
     """The destination at ``url``: a :class:`LocalDestination` (the directory is created if
@@ -98,6 +104,17 @@ def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default",
     # Imported here: the amazon provider is slow to import, and local mirrors do not need it.
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    client = S3Hook(aws_conn_id=aws_conn_id).get_conn()
-    return S3Destination(client, parsed.bucket, parsed.path,
+    return S3Destination(_s3_client(S3Hook, aws_conn_id), parsed.bucket, parsed.path,
                          stale_upload_after=stale_upload_after)
+
+
+def _s3_client(hook: Any, aws_conn_id: str | None) -> Any:
+    """The connection's S3 client with room for :data:`MAX_POOL` connections (botocore keeps
+    10, fewer than a sync's threads: each one over is opened and thrown away with a warning).
+    Whatever the connection's ``config_kwargs`` set explicitly is kept, its own pool size too."""
+    from botocore.config import Config
+
+    ours = Config(max_pool_connections=MAX_POOL)
+    theirs = hook(aws_conn_id=aws_conn_id).conn_config.botocore_config
+    return hook(aws_conn_id=aws_conn_id,
+                config=ours if theirs is None else ours.merge(theirs)).get_conn()

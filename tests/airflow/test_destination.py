@@ -3,6 +3,7 @@ connection (its ``endpoint_url`` honoured), and the Asset URI of each."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 
 from airflow_provider_resourcesync.errors import ConfigurationError
 from airflow_provider_resourcesync.hooks.destination import (
+    MAX_POOL,
     DestinationURL,
     destination_asset_uri,
     destination_from_url,
@@ -69,3 +71,21 @@ def test_s3_goes_through_the_aws_connection_and_its_endpoint_url(
     destination.write_bytes("a/b.txt", b"hello", "text/plain")
     stored = s3_client.get_object(Bucket=bucket, Key="mirror/a/b.txt")
     assert stored["Body"].read() == b"hello"
+
+
+def test_the_s3_client_has_room_for_a_syncs_threads_and_keeps_the_connections_config(
+        bucket: str, s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """botocore keeps 10 connections; a sync runs 16 threads by default (issue 16)."""
+    destination = destination_from_url(f"s3://{bucket}/mirror/", aws_conn_id=AWS_CONN_ID)
+    assert isinstance(destination, S3Destination)
+    assert destination.client.meta.config.max_pool_connections == MAX_POOL >= 16
+    monkeypatch.setenv(f"AIRFLOW_CONN_{AWS_CONN_ID.upper()}", json.dumps({
+        "conn_type": "aws", "login": "test", "password": "test",
+        "extra": {"endpoint_url": s3_endpoint, "region_name": "us-east-1", "config_kwargs": {
+            "retries": {"mode": "standard", "max_attempts": 7}, "connect_timeout": 3}}}))
+    configured = destination_from_url(f"s3://{bucket}/mirror/", aws_conn_id=AWS_CONN_ID)
+    assert isinstance(configured, S3Destination)
+    config = configured.client.meta.config
+    assert (config.max_pool_connections, config.connect_timeout) == (MAX_POOL, 3)
+    assert config.retries == {"mode": "standard", "total_max_attempts": 8}  # 7 retries
+    configured.write_bytes("a.txt", b"a", "text/plain")  # still works
