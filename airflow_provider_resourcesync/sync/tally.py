@@ -4,6 +4,8 @@ running it again can fix them (or what must change first)."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import (
@@ -21,6 +23,8 @@ __all__ = ["Outcome", "Tally", "fix_for"]
 SHOWN = 10
 #: Resources between two progress lines in the log.
 PROGRESS_EVERY = 1000
+#: The longest silence between two progress lines, in seconds, however slowly resources come.
+PROGRESS_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,9 +58,17 @@ class Tally:
     done: int = 0  # outcomes counted
     lasting: int = 0  # failures a re-run cannot fix
     fixes: list[str] = field(default_factory=list)  # what must change for them, each once
+    total: int | None = None  # outcomes the run will count, where it knows
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(init=False)
+    _told: float = field(init=False)  # when progress was last logged
+
+    def __post_init__(self) -> None:
+        self.started = self._told = self.clock()
 
     def count(self, outcome: Outcome) -> None:
-        """Add one resource's outcome; log progress every :data:`PROGRESS_EVERY`."""
+        """Add one resource's outcome; log progress every :data:`PROGRESS_EVERY` resources, or
+        after :data:`PROGRESS_SECONDS` without a progress line."""
         if outcome.reason is not None:
             self.fail(outcome.uri, outcome.reason, rerun_helps=outcome.rerun_helps,
                       fix=outcome.fix)
@@ -64,9 +76,21 @@ class Tally:
             self.stats[outcome.kind] += 1
             self.stats["bytes"] += outcome.length
         self.done += 1
-        if self.done % PROGRESS_EVERY == 0:
-            self.log.info("Progress: %s resources done (%s)", self.done, ", ".join(
+        now = self.clock()
+        if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
+            self._told = now
+            self.log.info("Progress: %s: %s", self._pace(now), ", ".join(
                 f"{value} {name}" for name, value in self.stats.items()))
+
+    def _pace(self, now: float) -> str:
+        """How far the run is: done (of how many), in how long, at what rate, and what is left."""
+        elapsed = max(now - self.started, 1e-6)
+        rate = self.done / elapsed
+        done = f"{self.done} of {self.total}" if self.total else str(self.done)
+        pace = f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s"
+        if self.total and self.total > self.done:
+            pace += f", about {(self.total - self.done) / rate:.0f} s left"
+        return pace + ")"
 
     def fail(self, what: str, reason: str, *, rerun_helps: bool = True,
              fix: str | None = None) -> None:
