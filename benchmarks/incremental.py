@@ -6,28 +6,45 @@
 (b) 10,000 changes spread over 1,000 resources (ten updates each, interleaved), applied by one
     incremental run after a baseline. Bar: 1,000 resource GETs (the last change of each resource
     wins), and the mirror equals the Source.
+(c) 1,000,000 changes of distinct resources coalesced, each in a fresh interpreter: as the
+    engine does (winners past ``HELD`` spill into a scratch database and stream back) and with
+    every winner held in memory (the engine before issue 14), printing time and peak RSS.
+    Bar: the engine's peak RSS under 150 MB.
 
 Run: ``make bench-incremental`` or ``uv run python benchmarks/incremental.py``.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import resource
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from airflow_provider_resourcesync.client.navigate import ChangeItem
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.client.watch import drive, new_changes
+from airflow_provider_resourcesync.protocol.hashes import Hashes
+from airflow_provider_resourcesync.protocol.model import Entry, Metadata
+from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.coalesce import coalesce
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
 RESOURCES = 1_000
 UPDATES_EACH = 10
+DISTINCT = 1_000_000
+RSS_BAR_MB = 150
 
 
 def resource_gets(server: SourceServer, source: ResourceSyncSource) -> int:
@@ -75,10 +92,44 @@ def main() -> int:
             print(f"(b) {len(order):,} changes over {RESOURCES:,} resources: {gets:,} resource "
                   f"GETs and {documents} document requests; the mirror equals the Source: "
                   f"{equal} (bar: {RESOURCES:,} resource GETs)")
-    ok = poll_ok and sync_ok
+    spilled, in_memory = coalesced(None), coalesced(DISTINCT + 1)
+    coalesce_ok = spilled["peak_mb"] < RSS_BAR_MB
+    print(f"(c) {DISTINCT:,} distinct changes coalesced: {spilled['seconds']:.1f} s, peak RSS "
+          f"{spilled['peak_mb']:.0f} MB | all held in memory: {in_memory['seconds']:.1f} s, peak "
+          f"RSS {in_memory['peak_mb']:.0f} MB (bar: under {RSS_BAR_MB} MB)")
+    ok = poll_ok and sync_ok and coalesce_ok
     print("bars met" if ok else "bars NOT met")
     return 0 if ok else 1
 
 
+def coalesced(held: int | None) -> dict[str, float]:
+    """Coalesce :data:`DISTINCT` changes in a fresh interpreter; its seconds and peak RSS."""
+    output = subprocess.run([sys.executable, __file__, "--coalesce", str(held)], check=True,
+                            capture_output=True, text=True).stdout
+    return json.loads(output)
+
+
+def coalesce_child(held: int | None) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    listed = ChangeListRef("http://example.org/changelist.xml", at)
+    digest = Hashes.parse("md5:1e0d5cb8ef6ba40c99b14c0237be735e")
+
+    def changes() -> Iterator[ChangeItem]:
+        for number in range(DISTINCT):
+            md = Metadata(change="updated", datetime=at + timedelta(seconds=number),
+                          hash=digest, length=number)
+            yield ChangeItem(listed, number, Entry(f"http://example.org/r/{number}", md=md))
+
+    started = time.perf_counter()
+    with coalesce(changes(), ChangePosition.at(at), held=held) as result:
+        count = sum(1 for _ in result.winners)
+    assert count == DISTINCT, count
+    print(json.dumps({"seconds": time.perf_counter() - started,
+                      "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--coalesce"]:
+        coalesce_child(None if sys.argv[2] == "None" else int(sys.argv[2]))
+        sys.exit(0)
     sys.exit(main())

@@ -150,7 +150,8 @@ class _Run:
     def from_change_list(self, url: str, position: ChangePosition) -> ChangePosition:
         """Every change after ``position`` in a Change List or across its index (12.1, 12.2)."""
         items = self._read(changes_after(self.client, url, position), url)
-        return self._apply(coalesce(items, position), partial(self.transfer.mirror, self.client))
+        with coalesce(items, position) as coalesced:
+            return self._apply(coalesced, partial(self.transfer.mirror, self.client))
 
     def from_change_dump(self, url: str, position: ChangePosition) -> ChangePosition:
         """Every change after ``position`` in the packages of a Change Dump or its index (13.1),
@@ -162,8 +163,9 @@ class _Run:
                                  "Change Dump", self.tally.fail) as opened:
                 if opened is None:
                     return position
-                reached = self._apply(coalesce(_package_changes(package, opened, position),
-                                               position), partial(self.transfer.unpack, opened))
+                with coalesce(_package_changes(package, opened, position),
+                              position) as coalesced:
+                    reached = self._apply(coalesced, partial(self.transfer.unpack, opened))
             if self.tally.stats["failed"]:
                 return reached
             position = reached
@@ -179,16 +181,17 @@ class _Run:
                             rerun_helps=error.rerun_helps, fix=fix_for(error))
 
     def _apply(self, coalesced: Coalesced, write: Callable[[Entry], Outcome]) -> ChangePosition:
-        """Apply each winner; where the mirror then stands."""
+        """Apply each winner; where the mirror then stands. Of the failures only the earliest
+        matters to the checkpoint, so only it is kept."""
         self.tally.stats["changes"] += coalesced.read
         self.tally.stats["resources"] += len(coalesced.winners)
-        failed: list[Winner] = []
+        earliest: Winner | None = None
         for winner, outcome in bounded_map(partial(self._one, write), coalesced.winners,
                                            self.concurrency):
             self.tally.count(outcome)
-            if outcome.kind == "failed":
-                failed.append(winner)
-        return coalesced.standing(failed)
+            if outcome.kind == "failed" and (earliest is None or winner.order < earliest.order):
+                earliest = winner
+        return coalesced.standing(() if earliest is None else (earliest,))
 
     def _one(self, write: Callable[[Entry], Outcome], winner: Winner) -> tuple[Winner, Outcome]:
         entry = winner.entry
