@@ -185,6 +185,7 @@ class _Run:
         matters to the checkpoint, so only it is kept."""
         self.tally.stats["changes"] += coalesced.read
         self.tally.stats["resources"] += len(coalesced.winners)
+        self.tally.total = self.tally.done + len(coalesced.winners)  # for the progress lines
         earliest: Winner | None = None
         for winner, outcome in bounded_map(partial(self._one, write), coalesced.winners,
                                            self.concurrency):
