@@ -41,7 +41,9 @@ class _Watch:
 
 
 class _ChangeListWatchSensor(BaseSensorOperator):
-    """Watch the Source's Change List from a mirror's checkpoint; see the subclasses.
+    """Watch the Source's Change List from a mirror's checkpoint; see the subclasses. Where the
+    Source no longer offers every change after the checkpoint (its older lists rotated away),
+    the task fails with ``ChangeGapError``: waiting cannot help, a baseline must run.
 
     :param resourcesync_conn_id: the ``resourcesync`` connection to the Source.
     :param capability_list_url: the Source's Capability List (templated); None: discovered from

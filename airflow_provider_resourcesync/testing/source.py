@@ -97,7 +97,8 @@ class ResourceSyncSource:
         :class:`FakeClock`.
     :param keep_change_lists: once lists were closed, publish only the last this many in the
         Change List Index, and stop serving the older ones (404), as Sources that rotate their
-        lists do; None: keep them all.
+        lists do; None: keep them all. May be set later (the attribute of that name), as the
+        next :meth:`publish` reads it.
     """
 
     def __init__(
