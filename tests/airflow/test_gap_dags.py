@@ -10,6 +10,7 @@ import pytest
 
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.errors import ConfigurationError
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
 from airflow_provider_resourcesync.storage.keys import KeyMapper
@@ -106,3 +107,8 @@ def test_a_deferred_sensor_fails_with_the_error_once_its_trigger_meets_the_gap(
     out = capfd.readouterr().out
     assert f"Watching the Change List failed: {GAP}" in out
     assert NEXT in out and offered(source) in out
+
+
+def test_a_wrong_on_gap_fails_when_the_dag_is_parsed() -> None:
+    with pytest.raises(ConfigurationError, match="on_gap 'skip' is not one of fail, baseline"):
+        ResourceSyncIncrementalOperator(task_id="sync", destination="/mirror", on_gap="skip")
