@@ -138,3 +138,11 @@ class SyncIncompleteError(ResourceSyncError):
         self.rerun_helps = not lasting
         shown = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
         super().__init__(f"{message}: {failed} failed (e.g. {shown})")
+
+
+class ChangeGapError(ResourceSyncError):
+    """The Source no longer offers every change after a checkpoint (its older Change Lists were
+    rotated out of the index): the changes in between cannot be read, so the mirror must be
+    baselined again; the message names the checkpoint and the first change still offered."""
+
+    rerun_helps = False

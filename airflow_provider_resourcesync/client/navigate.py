@@ -19,6 +19,7 @@ from itertools import chain
 from ..errors import DocumentError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import zone_assumed
+from ..protocol.gap import check_no_gap
 from ..protocol.model import Capability, DocumentKind, Entry, Head, Root
 from ..protocol.position import (
     ChangeListRef,
@@ -34,6 +35,7 @@ from .sync_client import ResourceSyncClient
 
 __all__ = [
     "ChangeItem",
+    "Ended",
     "ResourceListWalk",
     "capabilities_in",
     "capability_documents",
@@ -295,13 +297,19 @@ def own_ref(listed: ChangeListRef, head: Head) -> ChangeListRef:
     return ChangeListRef(listed.url, own.from_ or listed.from_, own.until or listed.until)
 
 
-def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
-             ) -> Iterator[ChangeItem]:
+#: Told each Change List read to its end, and how many entries it held.
+Ended = Callable[[ChangeListRef, int], object]
+
+
+def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition,
+             ended: Ended | None) -> Iterator[ChangeItem]:
     """The list's changes after ``position``; where its times cannot say which are older, all
-    of them, with a warning naming the list, why, and how many are dated before the position."""
+    of them, with a warning naming the list, why, and how many are dated before the position.
+    Once the list is read to its end, ``ended`` is told it and its length."""
     how = reading(ref, position, opened.read_again)
     doubtful = zoneless = 0
-    for index, entry in changes_in_list(ref, _stream(opened), position, how):
+    entries = _Counted(_stream(opened))
+    for index, entry in changes_in_list(ref, entries, position, how):
         early = how.doubt is not None and is_before(entry, position)
         doubtful += early
         zoneless += entry.change_time is not None and zone_assumed(entry.change_time)
@@ -313,21 +321,49 @@ def _changes(ref: ChangeListRef, opened: _Opened, position: ChangePosition
         log.warning("The Change List %s %s: %s of its changes are dated before %s, where this "
                     "run starts, and are applied in case they are new (a deletion only where the "
                     "mirror's copy is not newer)", ref.url, how.doubt, doubtful, position.time)
+    if ended is not None:
+        ended(ref, entries.count)
 
 
-def changes_after(client: ResourceSyncClient, change_list_url: str, position: ChangePosition
-                  ) -> Iterator[ChangeItem]:
+class _Counted:
+    """Entries passed through, counted."""
+
+    def __init__(self, entries: Iterator[Entry]) -> None:
+        self._entries = entries
+        self.count = 0
+
+    def __iter__(self) -> Iterator[Entry]:
+        for entry in self._entries:
+            self.count += 1
+            yield entry
+
+
+def changes_after(client: ResourceSyncClient, change_list_url: str, position: ChangePosition,
+                  ended: Ended | None = None) -> Iterator[ChangeItem]:
     """The changes after ``position`` in a Change List or across a Change List Index (12.1,
     12.2), in forward chronological order. Closed lists ending before the position are never
     fetched; the others are read in index order through
-    :func:`~airflow_provider_resourcesync.protocol.position.changes_after`."""
+    :func:`~airflow_provider_resourcesync.protocol.position.changes_after`; ``ended`` is told
+    each list read to its end (see :meth:`~..protocol.position.ChangePosition.ended`).
+
+    :raises ChangeGapError: the Source no longer offers every change after ``position``
+        (:mod:`~..protocol.gap`); raised before any change is yielded.
+    """
     opened = _open(client, change_list_url, Capability.CHANGE_LIST)
     if not opened.is_index:
-        yield from _changes(ChangeListRef.of(change_list_url, opened.head), opened, position)
+        ref = ChangeListRef.of(change_list_url, opened.head)
+        try:
+            check_no_gap(change_list_url, [ref], position)
+        except BaseException:
+            opened.reader.close()
+            raise
+        yield from _changes(ref, opened, position, ended)
         return
-    for listed in lists_to_read(map(child_ref, _children(opened)), position):
+    lists = list(map(child_ref, _children(opened)))
+    check_no_gap(change_list_url, lists, position)
+    for listed in lists_to_read(lists, position):
         part = _open_list(client, listed.url, Capability.CHANGE_LIST)
-        yield from _changes(own_ref(listed, part.head), part, position)
+        yield from _changes(own_ref(listed, part.head), part, position, ended)
 
 
 # -- dumps (11.1, 13.1) --------------------------------------------------------------------------

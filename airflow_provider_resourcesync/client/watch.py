@@ -18,6 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime
+from ..protocol.gap import check_no_gap
 from ..protocol.model import Capability, Document, Entry
 from ..protocol.position import (
     ChangeListRef,
@@ -114,13 +115,20 @@ def new_changes(change_list_url: str, position: ChangePosition) -> Plan[NewChang
     """The changes after ``position`` in a Change List or across a Change List Index (12.1,
     12.2), chosen as :func:`~.navigate.changes_after` chooses them: closed lists ending before the
     position are never asked for; an index child's ``from``/``until`` come from the index, where
-    the list's own head does not say them."""
+    the list's own head does not say them.
+
+    :raises ChangeGapError: the Source no longer offers every change after ``position``
+        (:mod:`~..protocol.gap`).
+    """
     document = yield change_list_url
     if not _is_index(change_list_url, document):
         ref = ChangeListRef.of(change_list_url, document.head)
+        check_no_gap(change_list_url, [ref], position)
         return NewChanges.of(_after(ref, document.entries, position))
+    lists = [child_ref(entry) for entry in document.entries]
+    check_no_gap(change_list_url, lists, position)
     found: list[tuple[str, Entry]] = []
-    for listed in lists_to_read(map(child_ref, document.entries), position):
+    for listed in lists_to_read(lists, position):
         part = yield from _part(listed.url)
         found += _after(own_ref(listed, part.head), part.entries, position)
     return NewChanges.of(found)
@@ -174,15 +182,19 @@ def change_list_status(change_list_url: str, position: ChangePosition
     :meth:`~..protocol.position.ChangePosition.is_same_list`), else the first list that may hold
     changes after it, that is the list its time falls in. The list is asked for only when the
     index neither gives its ``until`` nor lists a newer list: its own head may say ``until``.
+
+    :raises ChangeGapError: the Source no longer offers every change after ``position``.
     """
     document = yield change_list_url
     if not _is_index(change_list_url, document):
         ref = ChangeListRef.of(change_list_url, document.head)
+        check_no_gap(change_list_url, [ref], position)
         return ChangeListStatus(ref.url, ref.until, None)
     lists = [child_ref(entry) for entry in document.entries]
     if not lists:
         raise DocumentError("a Change List Index that lists no Change List", url=change_list_url,
                             section="12.2")
+    check_no_gap(change_list_url, lists, position)
     number = _current(lists, position)
     current, newer = lists[number], lists[number + 1:]
     if current.until is None and not newer:

@@ -15,7 +15,7 @@ from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
-from ..sync.incremental import DELETES, METHODS, run_incremental
+from ..sync.incremental import DELETES, METHODS, ON_GAP, run_incremental
 from .baseline import capability_list_of, describe_at_well_known, destination_outlets
 from .next_step import says_what_next
 from .rendered import rendered_value
@@ -53,6 +53,12 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         faster); None: the connection's concurrency.
     :param public_url: the URL the destination is published under, as given to the baseline
         (templated); None: the one saved with the mirror.
+    :param on_gap: what to do when the Source no longer offers every change after the
+        checkpoint (its older Change Lists were rotated out of its index): ``"fail"`` the task
+        with a ``ChangeGapError`` naming the checkpoint and the first change still offered, or
+        run a ``"baseline"`` into the destination instead (removing what the Source no longer
+        lists, unless ``deletes`` is ``"keep"`` or ``"move"``); the XCom is then the baseline's
+        checkpoint.
     :param well_known: also write the mirror's Source Description at
         ``.well-known/resourcesync``, as the baseline does (see
         :class:`~.baseline.ResourceSyncBaselineOperator`): give it to both.
@@ -67,11 +73,12 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                  capability_list_url: str | None = None, checkpoint: Any = None,
                  method: str = "auto", deletes: str = "delete", move_to: str = "deleted/",
                  key_prefixes: dict[str, str] | None = None, concurrency: int | None = None,
-                 public_url: str | None = None, well_known: bool = False,
+                 public_url: str | None = None, on_gap: str = "fail", well_known: bool = False,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
         ConfigurationError.unless_one_of("deletes", deletes, DELETES)
+        ConfigurationError.unless_one_of("on_gap", on_gap, ON_GAP)
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url
@@ -82,6 +89,7 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         self.key_prefixes = key_prefixes
         self.concurrency = concurrency
         self.public_url = public_url
+        self.on_gap = on_gap
         self.well_known = well_known
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(destination))
@@ -99,7 +107,7 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                 checkpoint=start, method=self.method, deletes=self.deletes,
                 move_to=self.move_to, mapper=KeyMapper(self.key_prefixes),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
-                public_url=self.public_url or None, log=self.log)
+                public_url=self.public_url or None, on_gap=self.on_gap, log=self.log)
             if self.well_known:
                 describe_at_well_known(destination, self.log)
         return checkpoint.to_json()

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..errors import (
+    ChangeGapError,
     ConfigurationError,
     ContentMismatchError,
     DestinationError,
@@ -26,6 +27,9 @@ _RERUN = ("re-run this task (clear it, or let its retries run). What was done is
 #: The most specific class first.
 _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
     (SyncIncompleteError, _RERUN),
+    (ChangeGapError, "run a baseline into the mirror (ResourceSyncBaselineOperator), or give "
+                     "the incremental operator on_gap='baseline': the Source no longer offers "
+                     "the changes named below, so re-running this task cannot succeed"),
     (ConfigurationError, "fix the connection field or the argument named below"),
     (FetchError, "check that the Source is up and reachable from the worker (URL and status "
                  "below), then re-run this task"),

@@ -16,12 +16,16 @@ position — re-applying an update is harmless, and the engine checks a doubtful
 the mirror's copy — and :class:`Reading` says why, for the warning. resync also writes each new
 list over the last one at the same URL: a list with no ``from`` is the position's own only while
 the entry it last consumed is still where it was.
+
+The position also keeps the window of its list as read (its ``until``, and whether the position
+stands at its end), so that a list rotated out of an index can be told apart: one read whole
+left nothing unread; one that was not, did (see :mod:`.gap`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -70,6 +74,9 @@ class ChangePosition:
     :param consumed: how many entries of that list were consumed.
     :param last: the ``loc`` of the last entry consumed, which tells a list with no ``from``
         rewritten at the same URL apart (None in checkpoints written before it was kept).
+    :param list_until: that list's ``until`` when it was read (None: open, or not known).
+    :param at_end: the position stands after the last entry its list held when read (False:
+        not, or not known).
     """
 
     time: datetime | None = None
@@ -77,6 +84,8 @@ class ChangePosition:
     list_from: datetime | None = None
     consumed: int = 0
     last: str | None = None
+    list_until: datetime | None = None
+    at_end: bool = False
 
     @classmethod
     def at(cls, time: datetime) -> ChangePosition:
@@ -97,12 +106,25 @@ class ChangePosition:
         """The position once ``entry``, the ``index``-th (from 0) of list ``ref``, is consumed."""
         when = entry.change_time
         return ChangePosition(self.time if when is None else when, ref.url, ref.from_, index + 1,
-                              entry.loc)
+                              entry.loc, ref.until)
+
+    def ended(self, ref: ChangeListRef, length: int) -> ChangePosition:
+        """The position once list ``ref``, of ``length`` entries, was read to its end: marked at
+        its end (with the list's ``until`` as read now) if it stands after its last entry."""
+        if not (self.is_same_list(ref) and self.consumed == length):
+            return self
+        return replace(self, list_until=ref.until, at_end=True)
+
+    @property
+    def read_whole(self) -> bool:
+        """Whether the position's list was closed when read and read to its end: nothing of it
+        is left unread (a closed list does not change, 12.1)."""
+        return self.at_end and self.list_until is not None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as W3C strings), for checkpoints."""
         data = asdict(self)
-        for key in ("time", "list_from"):
+        for key in _TIMES:
             if data[key] is not None:
                 data[key] = format_datetime(data[key])
         return data
@@ -110,10 +132,13 @@ class ChangePosition:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ChangePosition:
         values = dict(data)
-        for key in ("time", "list_from"):
+        for key in _TIMES:
             if values.get(key) is not None:
                 values[key] = parse_datetime(values[key])
         return cls(**values)
+
+
+_TIMES = ("time", "list_from", "list_until")
 
 
 def lists_to_read(lists: Iterable[ChangeListRef], position: ChangePosition

@@ -12,7 +12,7 @@ from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 
 from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Sighting, drive
-from ..errors import ConfigurationError, ResourceSyncError
+from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..operators.baseline import capability_list_of
@@ -41,7 +41,9 @@ class _Watch:
 
 
 class _ChangeListWatchSensor(BaseSensorOperator):
-    """Watch the Source's Change List from a mirror's checkpoint; see the subclasses.
+    """Watch the Source's Change List from a mirror's checkpoint; see the subclasses. Where the
+    Source no longer offers every change after the checkpoint (its older lists rotated away),
+    the task fails with ``ChangeGapError``: waiting cannot help, a baseline must run.
 
     :param resourcesync_conn_id: the ``resourcesync`` connection to the Source.
     :param capability_list_url: the Source's Capability List (templated); None: discovered from
@@ -114,6 +116,9 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         """Resume from the trigger: its result, or the error it met."""
         if event.get("status") != "success":
             message = f"Watching the Change List failed: {event.get('message')}"
+            if event.get("error") == ChangeGapError.__name__:
+                with says_what_next(self.log):
+                    raise ChangeGapError(message)
             self.log.error("Next: check the Source and the message below, then re-run this "
                            "task. %s", message)
             raise ResourceSyncError(message)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from ..client.navigate import (
@@ -25,7 +25,7 @@ from ..client.navigate import (
     choose_capability,
 )
 from ..client.sync_client import ResourceSyncClient
-from ..errors import ConfigurationError, ResourceSyncError
+from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability, Change, DocumentKind, Entry
 from ..protocol.package import DumpPackage
 from ..protocol.position import ChangeListRef, ChangePosition, Reading
@@ -33,6 +33,7 @@ from ..protocol.position import changes_after as changes_in_list
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from ..storage.state import MirrorState
+from .baseline import run_baseline
 from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
 from .packages import fetched_package
@@ -40,7 +41,7 @@ from .pool import bounded_map
 from .tally import Outcome, Tally, fix_for
 from .transfer import Transfer
 
-__all__ = ["DELETES", "METHODS", "run_incremental"]
+__all__ = ["DELETES", "METHODS", "ON_GAP", "run_incremental"]
 
 _log = logging.getLogger(__name__)
 
@@ -49,14 +50,17 @@ METHODS = {"auto": None, "changelist": Capability.CHANGE_LIST,
            "changedump": Capability.CHANGE_DUMP}
 #: ``deletes`` values: what a ``deleted`` change does to the mirror's copy.
 DELETES = ("delete", "keep", "move")
+#: ``on_gap`` values: what a checkpoint older than the changes still offered does (see
+#: :mod:`~..protocol.gap`): ``"fail"`` with :class:`ChangeGapError`, or run a ``"baseline"``.
+ON_GAP = ("fail", "baseline")
 
 
 def run_incremental(client: ResourceSyncClient, destination: Destination, *,
                     capability_list_url: str, checkpoint: Checkpoint, method: str = "auto",
                     deletes: str = "delete", move_to: str = "deleted/",
                     mapper: KeyMapper | None = None, concurrency: int = 16,
-                    public_url: str | None = None, log: logging.Logger | None = None
-                    ) -> Checkpoint:
+                    public_url: str | None = None, on_gap: str = "fail",
+                    log: logging.Logger | None = None) -> Checkpoint:
     """Apply the Source's changes after ``checkpoint`` to ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -68,15 +72,41 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
     :param public_url: the URL the destination is published under (see :func:`run_baseline`);
         None: the one saved with the mirror, if any.
+    :param on_gap: where the Source no longer offers every change after the checkpoint (its
+        older Change Lists rotated away): ``"fail"``, or ``"baseline"``: run
+        :func:`~.baseline.run_baseline` into the destination instead (removing what the Source
+        no longer lists, unless ``deletes`` is ``"keep"`` or ``"move"``) and return its
+        checkpoint.
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
         earliest of them, and re-running converges unless its ``rerun_helps`` is False (its
         ``fixes`` say what must change first).
+    :raises ChangeGapError: with ``on_gap="fail"``, the changes after the checkpoint are not
+        all offered any more; nothing was applied.
     :raises ConfigurationError: an argument is wrong, or the checkpoint is not this mirror's.
     :raises ResourceSyncError: the Capability List cannot be read.
     """
     log = log or _log
     _check(method, deletes, move_to, checkpoint, destination)
+    ConfigurationError.unless_one_of("on_gap", on_gap, ON_GAP)
+    try:
+        return _changes_since(client, destination, capability_list_url, checkpoint, method,
+                              deletes, move_to, mapper, concurrency, public_url, log)
+    except ChangeGapError as gap:
+        if on_gap == "fail":
+            raise
+        log.warning("%s. on_gap='baseline': running a baseline into %s instead", gap,
+                    destination.url)
+    return run_baseline(client, destination, capability_list_url=capability_list_url,
+                        mapper=mapper, remove_missing=deletes == "delete",
+                        concurrency=concurrency, public_url=public_url, log=log)
+
+
+def _changes_since(client: ResourceSyncClient, destination: Destination,
+                   capability_list_url: str, checkpoint: Checkpoint, method: str, deletes: str,
+                   move_to: str, mapper: KeyMapper | None, concurrency: int,
+                   public_url: str | None, log: logging.Logger) -> Checkpoint:
+    """:func:`run_incremental`'s work, once its arguments are checked."""
     capabilities = capability_documents(client, capability_list_url)
     capability = choose_capability(METHODS[method], (Capability.CHANGE_LIST,
                                    Capability.CHANGE_DUMP), capabilities, capability_list_url,
@@ -95,6 +125,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
             standing = run.from_change_list(document, checkpoint.position)
         else:
             standing = run.from_change_dump(document, checkpoint.position)
+        standing = run.at_ends(standing)
         stats = run.tally.stats
         new = Checkpoint("incremental", capability_list_url, document, destination.url,
                          standing.time, standing, None, dict(stats))
@@ -146,12 +177,23 @@ class _Run:
     move_to: str
     concurrency: int
     tally: Tally
+    ends: list[tuple[ChangeListRef, int]] = field(default_factory=list)  # lists read whole
 
     def from_change_list(self, url: str, position: ChangePosition) -> ChangePosition:
         """Every change after ``position`` in a Change List or across its index (12.1, 12.2)."""
-        items = self._read(changes_after(self.client, url, position), url)
+        items = self._read(changes_after(self.client, url, position, self._ended), url)
         with coalesce(items, position) as coalesced:
             return self._apply(coalesced, partial(self.transfer.mirror, self.client))
+
+    def _ended(self, ref: ChangeListRef, length: int) -> None:
+        self.ends.append((ref, length))
+
+    def at_ends(self, position: ChangePosition) -> ChangePosition:
+        """``position``, marked at the end of its list if that list was read to its end (so
+        that its rotation out of the index is not taken for a gap, :mod:`~..protocol.gap`)."""
+        for ref, length in self.ends:
+            position = position.ended(ref, length)
+        return position
 
     def from_change_dump(self, url: str, position: ChangePosition) -> ChangePosition:
         """Every change after ``position`` in the packages of a Change Dump or its index (13.1),
@@ -176,6 +218,8 @@ class _Run:
         changes read before are applied, and the checkpoint stops after them."""
         try:
             yield from items
+        except ChangeGapError:
+            raise  # not a failure to count: the run fails, or a baseline runs (on_gap)
         except ResourceSyncError as error:
             self.tally.fail(url, f"changes not read whole: {error}",
                             rerun_helps=error.rerun_helps, fix=fix_for(error))

@@ -95,6 +95,10 @@ class ResourceSyncSource:
     :param content_type: the media type of every resource.
     :param clock: returns aware datetimes, never earlier than the last; defaults to a
         :class:`FakeClock`.
+    :param keep_change_lists: once lists were closed, publish only the last this many in the
+        Change List Index, and stop serving the older ones (404), as Sources that rotate their
+        lists do; None: keep them all. May be set later (the attribute of that name), as the
+        next :meth:`publish` reads it.
     """
 
     def __init__(
@@ -105,9 +109,13 @@ class ResourceSyncSource:
         resources: Mapping[str, bytes] | None = None,
         content_type: str = "text/plain",
         clock: Callable[[], datetime] | None = None,
+        keep_change_lists: int | None = None,
     ) -> None:
         if prefix and (not prefix.startswith("/") or prefix.endswith("/")):
             raise ValueError(f"prefix {prefix!r} must start with '/' and not end with it")
+        if keep_change_lists is not None and keep_change_lists < 1:
+            raise ValueError(f"keep_change_lists {keep_change_lists!r} must be at least 1")
+        self.keep_change_lists = keep_change_lists
         self.server = server
         self.prefix = prefix
         self.content_type = content_type
@@ -302,7 +310,7 @@ class ResourceSyncSource:
 
     def _write_change_lists(self, style: ChangeListStyle, max_entries: int) -> list[str]:
         """One Change List at ``changelist``; once one was closed, an index there over the
-        lists at ``changelist-N`` (12.2)."""
+        lists at ``changelist-N`` (12.2), the last :attr:`keep_change_lists` of them."""
         index_url = self.change_list_url
         if len(self._windows) == 1:
             head = Head(md=Metadata(capability=Capability.CHANGE_LIST, from_=self.created),
@@ -311,7 +319,11 @@ class ResourceSyncSource:
             return write_split(head, entries, url=index_url, open_output=self._output,
                                max_entries=max_entries)
         written, children = [], []
-        for number, (start, until, records) in enumerate(self._intervals(), 1):
+        lists = list(enumerate(self._intervals(), 1))
+        kept = lists[-self.keep_change_lists:] if self.keep_change_lists else lists
+        for number, _ in lists[:len(lists) - len(kept)]:
+            self.server.remove(urlsplit(self._document_url(f"changelist-{number}")).path)
+        for number, (start, until, records) in kept:
             url = self._document_url(f"changelist-{number}")
             head = Head(md=Metadata(capability=Capability.CHANGE_LIST, from_=start, until=until),
                         links=(self._up, Link(rel="index", href=index_url)))
@@ -319,7 +331,7 @@ class ResourceSyncSource:
                                    url=url, open_output=self._output, max_entries=max_entries)
             children.append(Entry(url, md=Metadata(from_=start, until=until)))
         head = Head(root=Root.SITEMAPINDEX, links=(self._up,),
-                    md=Metadata(capability=Capability.CHANGE_LIST, from_=self.created))
+                    md=Metadata(capability=Capability.CHANGE_LIST, from_=kept[0][1][0]))
         written.append(self._put_document(index_url, Document(head, children)))
         return written
 

@@ -90,7 +90,8 @@ class _ChangeListWatchTrigger(BaseTrigger):
                     await asyncio.sleep(wait)
         except ResourceSyncError as error:
             self.log.error("Watching %s failed: %s", self.change_list_url, error)
-            yield TriggerEvent({"status": "error", "message": str(error)})
+            yield TriggerEvent({"status": "error", "message": str(error),
+                                "error": type(error).__name__})
             return
         self.log.info("Saw %s in %s: %s", self.waiting_for, self.change_list_url,
                       polled.result.to_json())
@@ -100,7 +101,8 @@ class _ChangeListWatchTrigger(BaseTrigger):
 class ResourceSyncChangeListTrigger(_ChangeListWatchTrigger):
     """Fire once a Change List, or a list of a Change List Index, has changes after a position
     (12.1, 12.2). The event carries ``status`` and
-    :meth:`~..client.watch.NewChanges.to_json`, or ``status: "error"`` and ``message``."""
+    :meth:`~..client.watch.NewChanges.to_json`, or ``status: "error"``, ``message`` and
+    ``error`` (the error's class name: ``ChangeGapError`` for changes no longer offered)."""
 
     waiting_for = "changes after the position"
     plan = staticmethod(new_changes)
@@ -109,7 +111,8 @@ class ResourceSyncChangeListTrigger(_ChangeListWatchTrigger):
 class ResourceSyncClosedChangeListTrigger(_ChangeListWatchTrigger):
     """Fire once the Change List a position is in is closed: it has ``until`` (12.1), or the
     index lists a newer list after it (12.2). The event carries ``status`` and
-    :meth:`~..client.watch.ChangeListStatus.to_json`, or ``status: "error"`` and ``message``."""
+    :meth:`~..client.watch.ChangeListStatus.to_json`, or ``status: "error"``, ``message`` and
+    ``error`` (the error's class name)."""
 
     waiting_for = "the Change List of the position to close"
     plan = staticmethod(change_list_status)
