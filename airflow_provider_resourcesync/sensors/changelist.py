@@ -119,8 +119,8 @@ class _ChangeListWatchSensor(BaseSensorOperator):
             if event.get("error") == ChangeGapError.__name__:
                 with says_what_next(self.log):
                     raise ChangeGapError(message)
-            self.log.error("Next: check the Source and the message below, then re-run this "
-                           "task. %s", message)
+            self.log.error("Next: %s. %s", event.get("next") or "check the Source and the message "
+                           "below, then re-run this task", message)
             raise ResourceSyncError(message)
         result = {key: value for key, value in event.items() if key != "status"}
         self.log.info("The trigger saw: %s", result)

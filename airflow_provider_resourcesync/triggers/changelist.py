@@ -16,6 +16,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from ..client.watch import Plan, Sighting, adrive, change_list_status, new_changes
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.resourcesync import ResourceSyncHook
+from ..operators.next_step import next_step
 from ..protocol.position import ChangePosition
 
 __all__ = ["BACKOFF", "ResourceSyncChangeListTrigger", "ResourceSyncClosedChangeListTrigger",
@@ -91,7 +92,7 @@ class _ChangeListWatchTrigger(BaseTrigger):
         except ResourceSyncError as error:
             self.log.error("Watching %s failed: %s", self.change_list_url, error)
             yield TriggerEvent({"status": "error", "message": str(error),
-                                "error": type(error).__name__})
+                                "error": type(error).__name__, "next": next_step(error)})
             return
         self.log.info("Saw %s in %s: %s", self.waiting_for, self.change_list_url,
                       polled.result.to_json())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -140,13 +141,22 @@ def test_a_trigger_error_fails_the_task_with_its_message(
         source: ResourceSyncSource, later: Later,
         capfd: pytest.CaptureFixture[str]) -> None:
     path = source.change_list_url.removeprefix(source.server.base_url)
-    later(1.0, lambda: source.server.remove(path, 410))
+
+    def gone_once_looked_at() -> None:  # the task looks once itself, then defers to the trigger
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and path not in {r.path for r in source.server.requests}:
+            time.sleep(0.05)
+        source.server.remove(path, 410)
+
+    later(0.0, gone_once_looked_at)
     capfd.readouterr()
     run = run_dag("watch_gone", lambda: ResourceSyncChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), change_list_url=source.change_list_url,
         deferrable=True, poll_interval=0.2, max_poll_interval=0.5, timeout=30))
     assert states(run) == {"wait": "failed"}
-    assert f"Watching the Change List failed: {source.change_list_url}" in capfd.readouterr().out
+    out = capfd.readouterr().out
+    assert f"Watching the Change List failed: {source.change_list_url}" in out
+    assert "Next: check that the Source is up and reachable" in out  # the error's own advice
 
 
 def test_with_no_checkpoint_anywhere_the_task_fails_saying_to_run_a_baseline(
