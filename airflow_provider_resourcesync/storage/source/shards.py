@@ -56,7 +56,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from ...errors import DocumentError, InvalidValueError
+from ...errors import ConfigurationError, DocumentError, InvalidValueError
 from ..base import Destination
 from ..scratch import scratch_database
 from .held import Held, held_from_row, row_of
@@ -183,13 +183,21 @@ def _batches(changes: Iterable[tuple[str, Held | None]]
 
 
 class ShardIndex:
-    """The lookup index at ``prefix`` of ``destination``: :meth:`open` it, then :meth:`lookup`,
-    :meth:`apply` and :meth:`rebuild`."""
+    """The lookup index at ``prefix`` (a folder of its own) of ``destination``: :meth:`open` or
+    :meth:`build` it, then :meth:`lookup`, :meth:`apply` and :meth:`rebuild`, from one thread.
+
+    :raises ConfigurationError: ``prefix`` is empty (the destination's root).
+    """
 
     def __init__(self, destination: Destination, prefix: str, manifest: _Manifest | None
                  ) -> None:
+        if not prefix.strip("/"):
+            raise ConfigurationError(
+                f"the lookup index at {destination.url} needs a folder of its own (a prefix "
+                "such as '.resourcesync/index/'), not the destination's root: a rebuild deletes "
+                "the other generations' folders under it")
         self._destination = destination
-        self._prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        self._prefix = prefix if prefix.endswith("/") else prefix + "/"
         self._manifest = manifest
         self._cache: OrderedDict[int, _Shard] = OrderedDict()
 

@@ -12,7 +12,11 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
+from airflow_provider_resourcesync.errors import (
+    ConfigurationError,
+    DocumentError,
+    InvalidValueError,
+)
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
@@ -151,6 +155,13 @@ def test_an_apply_in_several_batches_counts_each_uri_once(
     reopened = ShardIndex.open(local, PREFIX)
     assert state(reopened) == ("changes/0002.xml", 2_000, 10)
     assert reopened.lookup([uri(3), uri(4)]) == {uri(3): None, uri(4): record(4, 1)}
+
+
+def test_an_index_needs_a_folder_of_its_own(local: LocalDestination) -> None:
+    local.write_bytes("delta-2024/report.csv", b"a user's object", "text/csv")
+    with pytest.raises(ConfigurationError, match="a folder of its own"):
+        ShardIndex.build(local, "/", records(10), "c")
+    assert local.read_bytes("delta-2024/report.csv") == b"a user's object"
 
 
 def test_a_record_given_for_another_uri_is_refused(local: LocalDestination) -> None:
