@@ -1,0 +1,64 @@
+"""What the Source writer holds for a URI, and its compact JSON form in the shard index.
+
+A record's row is a JSON array, ``[uri, key, length, hashes, lastmod, type]``: the hash attribute
+as written (spec section 7, parsed back with :meth:`Hashes.parse`), ``lastmod`` as a W3C Datetime
+in UTC or null, ``type`` a media type or null. A removal (a tombstone in the delta layer) is the
+one-element row ``[uri]``. Arrays rather than objects: no field names repeated per record, and
+fewer objects to build when a shard is parsed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ...errors import InvalidValueError
+from ...protocol.datetimes import format_datetime, parse_datetime
+from ...protocol.hashes import Hashes
+
+__all__ = ["Held", "held_from_row", "row_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A URI the writer holds: under which key, with which length, hashes, lastmod and type
+    (the fields of ``storage.state.ObjectRecord``, which this replaces when the mirror's state
+    is rebuilt on the writer).
+
+    :param uri: the URI in its normal form (callers normalize with ``storage.keys.normalized``:
+        the index shards and compares URIs as given).
+    """
+
+    uri: str
+    key: str
+    length: int
+    hashes: Hashes
+    lastmod: datetime | None = None
+    type: str | None = None
+
+
+def row_of(uri: str, held: Held | None) -> list[Any]:
+    """The JSON row of ``held`` at ``uri``; ``[uri]`` for a removal (``held`` None)."""
+    if held is None:
+        return [uri]
+    lastmod = format_datetime(held.lastmod) if held.lastmod is not None else None
+    return [held.uri, held.key, held.length, str(held.hashes), lastmod, held.type]
+
+
+def held_from_row(row: Any) -> tuple[str, Held | None]:
+    """``(uri, record)`` from a JSON row; the record is None for a removal.
+
+    :raises InvalidValueError: the row is not one :func:`row_of` writes (what is wrong is said).
+    """
+    if isinstance(row, list) and len(row) == 1 and isinstance(row[0], str):
+        return row[0], None
+    if not (isinstance(row, list) and len(row) == 6):
+        raise InvalidValueError(f"a record is not a row of 1 or 6 fields: {str(row)[:100]}")
+    uri, key, length, hashes, lastmod, kind = row
+    if not (isinstance(uri, str) and isinstance(key, str) and isinstance(hashes, str)
+            and type(length) is int and length >= 0
+            and isinstance(lastmod, str | None) and isinstance(kind, str | None)):
+        raise InvalidValueError(f"the record of {str(uri)[:100]} has a field of the wrong type")
+    return uri, Held(uri, key, length, Hashes.parse(hashes),
+                     parse_datetime(lastmod) if lastmod is not None else None, kind)

@@ -1,0 +1,380 @@
+"""The Source writer's own lookup index: is a URI held, under which key, with which hash and length,
+at a cost that grows with the URIs asked about, not with the collection (docs/design.md, "The
+Source writer", "Lookups in O(changes)").
+
+Layout, under the index's ``prefix`` at a :class:`Destination`:
+
+- ``manifest.json``: the format version, the generation, its shard count, the stamp (the name of
+  the last journal Change List folded in), and how many records each layer holds. No manifest:
+  an empty index;
+- ``snapshot-<generation>/<shard:05d>.json.gz``: every record, written by :meth:`ShardIndex.rebuild`
+  (a compaction) into a new generation with about 1,000 records a shard;
+- ``delta-<generation>/<shard:05d>.json.gz``: the records changed since, a removal included (a
+  tombstone), written by :meth:`ShardIndex.apply`. A URI's delta record wins over its snapshot one.
+
+A URI falls in shard ``h * shards >> 63``, ``h`` the first 63 bits of the SHA-256 of its UTF-8
+bytes: uniform, stable, and monotonic in ``h``. So a rebuild, whatever its shard count, sorts its
+records by ``h`` in a scratch SQLite database (whose sorter spills to disk) and gets them shard
+after shard, holding only the one it writes: memory stays flat for a million records.
+
+A shard is one gzip'd JSON document, ``{"stamp": ..., "before": ..., "records": [row, ...]}``
+(rows as in :mod:`.held`), read whole. One document rather than JSON lines: one ``json.loads``
+call parses 1,000 rows in half the time of a call per line (1.3 against 2.7 ms, measured here).
+Gzip'd: the URIs, keys and hashes of a shard share long prefixes, which gzip stores once; 1,000
+records with an MD5 each are 34 KB instead of 192 KB, and decompressing them costs 0.4 ms, less
+than moving the difference to S3 and back. Rows become :class:`Held` records only when a lookup
+returns them.
+
+Costs: a lookup reads, for each shard its URIs fall in, the delta shard and (unless the delta
+answers them all) the snapshot shard, each at most once per call; an apply reads and rewrites
+the delta shards its changes fall in (grouping :data:`_BATCH` changes at a time in memory),
+then the manifest. Delta shards stay small because the writer compacts when the delta holds a
+tenth of the snapshot's records, so no cost grows with the collection.
+
+Kills: every write replaces one whole object, and the manifest is written last. A rebuild killed
+before its manifest leaves the old generation in use (the next rebuild removes the orphan); an
+apply killed before its manifest leaves some delta shards ahead of the manifest's stamp. The
+journal is the truth: the writer replays the Change Lists after :attr:`ShardIndex.stamp`, each
+with its own name as the stamp, and an apply done again is a no-op on what it already wrote
+(each delta shard keeps the stamp that wrote it and how many records it held before, so the
+delta count comes out as if the apply had not been interrupted). One writer at a time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+import secrets
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from itertools import islice
+from typing import Any
+
+from ...errors import ConfigurationError, DocumentError, InvalidValueError
+from ..base import Destination
+from ..scratch import scratch_database
+from .held import Held, held_from_row, row_of
+
+__all__ = ["MANIFEST", "RECORDS_PER_SHARD", "ShardIndex", "shard_count", "shard_of"]
+
+#: The manifest's name under the index's prefix.
+MANIFEST = "manifest.json"
+#: Records a snapshot shard holds, about: the shard count is chosen from this at each rebuild.
+RECORDS_PER_SHARD = 1_000
+#: Changes an apply groups by shard in memory at a time.
+_BATCH = 10_000
+#: Delta shards kept between calls (an apply rewrites the ones a lookup just read).
+_CACHED = 256
+_VERSION = 1
+_SNAPSHOT, _DELTA = "snapshot", "delta"
+_GENERATION = re.compile(r"[0-9A-Za-z-]{1,64}")
+_FOLDER = re.compile(rf"({_SNAPSHOT}|{_DELTA})-([0-9A-Za-z-]+)/")
+#: Records in arrival order; read back sorted (SQLite's sorter spills to disk), which is faster
+#: than keeping them in a B-tree by position as they come.
+_SCHEMA = "CREATE TABLE records (position INTEGER, uri TEXT, row TEXT);"
+_REBUILD = ("it is derived from the journal: rebuilding it from the collection's documents (its "
+            "Resource List and the Change Lists after it) fixes it")
+
+
+def _position(uri: str) -> int:
+    """The first 63 bits of the SHA-256 of ``uri`` (a non-negative SQLite integer)."""
+    digest = hashlib.sha256(uri.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def shard_of(uri: str, shards: int) -> int:
+    """The shard, of ``shards``, that ``uri`` falls in."""
+    return _position(uri) * shards >> 63
+
+
+def shard_count(records: int) -> int:
+    """Shards for ``records`` records: about :data:`RECORDS_PER_SHARD` a shard, at least one."""
+    return max(1, -(-records // RECORDS_PER_SHARD))
+
+
+@dataclass(frozen=True, slots=True)
+class _Manifest:
+    generation: str
+    shards: int
+    stamp: str | None
+    snapshot_records: int
+    delta_records: int
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({
+            "version": _VERSION, "generation": self.generation, "shards": self.shards,
+            "stamp": self.stamp, "snapshot_records": self.snapshot_records,
+            "delta_records": self.delta_records}).encode()
+
+    @classmethod
+    def parse(cls, data: bytes) -> _Manifest:
+        """:raises ValueError: saying what is wrong."""
+        found = json.loads(data)
+        if not isinstance(found, dict) or found.get("version") != _VERSION:
+            raise ValueError(f"it is not a version {_VERSION} manifest")
+        generation, stamp = found.get("generation"), found.get("stamp")
+        counts = [found.get(name) for name in ("shards", "snapshot_records", "delta_records")]
+        if not (isinstance(generation, str) and _GENERATION.fullmatch(generation)
+                and isinstance(stamp, str | None)
+                and all(type(count) is int and count >= 0 for count in counts)
+                and counts[0] >= 1):
+            raise ValueError("a field is missing or has the wrong type")
+        return cls(generation, counts[0], stamp, counts[1], counts[2])
+
+
+@dataclass(frozen=True, slots=True)
+class _Shard:
+    """A shard's rows by URI, with the stamp of the apply that wrote it and how many rows it
+    held before that apply. Rows become records only when asked for: a lookup wants a few of a
+    shard's thousand."""
+
+    stamp: str | None
+    before: int
+    rows: dict[str, list[Any]]
+
+
+_EMPTY = _Shard(None, 0, {})
+
+
+def _shard_bytes(stamp: str | None, before: int, rows: Iterable[str]) -> bytes:
+    text = f'{{"stamp":{json.dumps(stamp)},"before":{before},"records":[{",".join(rows)}]}}'
+    return gzip.compress(text.encode(), compresslevel=6, mtime=0)
+
+
+def _parse_shard(data: bytes) -> _Shard:
+    """:raises ValueError, OSError, EOFError, zlib.error: saying what is wrong."""
+    found = json.loads(gzip.decompress(data))
+    if not (isinstance(found, dict) and isinstance(found.get("stamp"), str | None)
+            and type(found.get("before")) is int and isinstance(found.get("records"), list)
+            and all(isinstance(row, list) and row and isinstance(row[0], str)
+                    for row in found["records"])):
+        raise ValueError("it is not a shard of stamp, before and records")
+    return _Shard(found["stamp"], found["before"], {row[0]: row for row in found["records"]})
+
+
+def _by_shard(rows: Iterable[tuple[int, str, str]], shards: int) -> Iterator[list[str]]:
+    """The row texts of each of ``shards`` shards in turn (empty ones too), from ``rows`` of
+    ``(position, uri, text)`` sorted by position and URI: of rows for one URI, the last."""
+    shard, texts, last = 0, [], None
+    for position, uri, text in rows:
+        while shard < position * shards >> 63:
+            yield texts
+            shard, texts = shard + 1, []
+        if uri == last:
+            texts[-1] = text
+        else:
+            texts.append(text)
+        last = uri
+    yield texts
+    yield from ([] for _ in range(shard + 1, shards))
+
+
+def _batches(changes: Iterable[tuple[str, Held | None]]
+             ) -> Iterator[list[tuple[str, Held | None]]]:
+    iterator = iter(changes)
+    while batch := list(islice(iterator, _BATCH)):
+        yield batch
+
+
+class ShardIndex:
+    """The lookup index at ``prefix`` (a folder of its own) of ``destination``: :meth:`open` or
+    :meth:`build` it, then :meth:`lookup`, :meth:`apply` and :meth:`rebuild`, from one thread.
+
+    :raises ConfigurationError: ``prefix`` is empty (the destination's root).
+    """
+
+    def __init__(self, destination: Destination, prefix: str, manifest: _Manifest | None
+                 ) -> None:
+        if not prefix.strip("/"):
+            raise ConfigurationError(
+                f"the lookup index at {destination.url} needs a folder of its own (a prefix "
+                "such as '.resourcesync/index/'), not the destination's root: a rebuild deletes "
+                "the other generations' folders under it")
+        self._destination = destination
+        self._prefix = prefix if prefix.endswith("/") else prefix + "/"
+        self._manifest = manifest
+        self._cache: OrderedDict[int, _Shard] = OrderedDict()
+
+    @classmethod
+    def open(cls, destination: Destination, prefix: str) -> ShardIndex:
+        """The index as its manifest says; an empty one if there is none.
+
+        :raises DocumentError: the manifest cannot be read (it names the key).
+        """
+        index = cls(destination, prefix, None)
+        key = index._prefix + MANIFEST
+        data = destination.read_bytes(key)
+        if data is not None:
+            try:
+                index._manifest = _Manifest.parse(data)
+            except ValueError as exc:
+                raise index._unreadable(key, "manifest", exc) from exc
+        return index
+
+    @classmethod
+    def build(cls, destination: Destination, prefix: str, records: Iterable[Held], stamp: str
+              ) -> ShardIndex:
+        """A new index of ``records`` in place of whatever is at ``prefix``, read or not (the
+        way out when :meth:`open` finds it unreadable); see :meth:`rebuild`."""
+        index = cls(destination, prefix, None)
+        index.rebuild(records, stamp)
+        return index
+
+    @property
+    def stamp(self) -> str | None:
+        """The name of the last journal Change List folded in; None for an empty index."""
+        return self._manifest.stamp if self._manifest else None
+
+    @property
+    def snapshot_records(self) -> int:
+        """Records in the snapshot layer (as of the last rebuild)."""
+        return self._manifest.snapshot_records if self._manifest else 0
+
+    @property
+    def delta_records(self) -> int:
+        """Records in the delta layer, removals included: what changed since the snapshot."""
+        return self._manifest.delta_records if self._manifest else 0
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def lookup(self, uris: Iterable[str]) -> dict[str, Held | None]:
+        """What the index holds for each of ``uris`` (None: not held, or removed).
+
+        :raises DocumentError: a shard cannot be read (it names the key).
+        """
+        manifest = self._manifest
+        if manifest is None:
+            return dict.fromkeys(uris)
+        wanted: dict[int, list[str]] = {}
+        for uri in uris:
+            wanted.setdefault(shard_of(uri, manifest.shards), []).append(uri)
+        found: dict[str, Held | None] = {}
+        for shard, in_shard in sorted(wanted.items()):
+            delta = self._delta(manifest, shard)
+            snapshot = (self._read(manifest, _SNAPSHOT, shard) if manifest.snapshot_records
+                        and any(uri not in delta.rows for uri in in_shard) else _EMPTY)
+            for uri in in_shard:
+                layer, rows = ((_DELTA, delta.rows) if uri in delta.rows
+                               else (_SNAPSHOT, snapshot.rows))
+                try:
+                    found[uri] = held_from_row(rows[uri])[1] if uri in rows else None
+                except ValueError as exc:
+                    raise self._unreadable(self._key(layer, manifest.generation, shard),
+                                           f"{layer} shard", exc) from exc
+        return found
+
+    def _delta(self, manifest: _Manifest, shard: int) -> _Shard:
+        if shard in self._cache:
+            self._cache.move_to_end(shard)
+            return self._cache[shard]
+        return self._cached(shard, self._read(manifest, _DELTA, shard))
+
+    def _cached(self, shard: int, content: _Shard) -> _Shard:
+        self._cache[shard] = content
+        self._cache.move_to_end(shard)
+        if len(self._cache) > _CACHED:
+            self._cache.popitem(last=False)
+        return content
+
+    def _read(self, manifest: _Manifest, layer: str, shard: int) -> _Shard:
+        key = self._key(layer, manifest.generation, shard)
+        data = self._destination.read_bytes(key)
+        if data is None:
+            if layer == _DELTA:
+                return _EMPTY
+            raise self._unreadable(key, "snapshot shard", "it is missing")
+        try:
+            return _parse_shard(data)
+        except (ValueError, OSError, EOFError, zlib.error) as exc:
+            raise self._unreadable(key, f"{layer} shard", exc) from exc
+
+    def _key(self, layer: str, generation: str, shard: int) -> str:
+        return f"{self._prefix}{layer}-{generation}/{shard:05d}.json.gz"
+
+    def _unreadable(self, key: str, what: str, why: object) -> DocumentError:
+        return DocumentError(f"the Source writer's lookup index {what} is not readable ({why}); "
+                             f"{_REBUILD}", url=self._destination.object_url(key))
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def apply(self, changes: Iterable[tuple[str, Held | None]], stamp: str) -> None:
+        """Fold ``changes`` (``(uri, record)``, None for a removal; the last for a URI wins) into
+        the delta shards they fall in, then write the manifest with ``stamp``, the name of the
+        last journal Change List they come from. Applying the same changes with the same stamp
+        again leaves the same index, also after an apply killed part way.
+
+        :raises InvalidValueError: a record's URI is not the URI it is given for.
+        :raises DocumentError: a delta shard it rewrites cannot be read.
+        """
+        manifest = self._manifest or _Manifest(_new_generation(), 1, None, 0, 0)
+        committed: dict[int, int] = {}  # shard -> records it held as of the manifest
+        held: dict[int, int] = {}  # shard -> records it holds now
+        for batch in _batches(changes):
+            grouped: dict[int, dict[str, list[Any]]] = {}
+            for uri, record in batch:
+                if record is not None and record.uri != uri:
+                    raise InvalidValueError(f"the record of {record.uri[:100]} is given for "
+                                            f"another URI, {uri[:100]}")
+                grouped.setdefault(shard_of(uri, manifest.shards), {})[uri] = row_of(uri, record)
+            for shard, folded in sorted(grouped.items()):
+                old = self._delta(manifest, shard)
+                again = old.stamp == stamp  # this stamp wrote it: keep what it held before
+                if shard not in committed:
+                    killed = again and manifest.stamp != stamp
+                    committed[shard] = old.before if killed else len(old.rows)
+                new = _Shard(stamp, old.before if again else len(old.rows), old.rows | folded)
+                self._destination.write_bytes(
+                    self._key(_DELTA, manifest.generation, shard),
+                    _shard_bytes(stamp, new.before,
+                                 (json.dumps(new.rows[uri]) for uri in sorted(new.rows))),
+                    "application/gzip")
+                self._cached(shard, new)
+                held[shard] = len(new.rows)
+        delta = manifest.delta_records + sum(held[shard] - committed[shard] for shard in held)
+        self._commit(replace(manifest, stamp=stamp, delta_records=delta))
+
+    def rebuild(self, records: Iterable[Held], stamp: str) -> None:
+        """Compaction: every record of ``records`` (the last for a URI wins) into the snapshot
+        shards of a new generation, with an empty delta, then the manifest naming it, with
+        ``stamp``; then the files of every other generation (the old one, and those of killed
+        rebuilds) are deleted. Memory stays flat: the records are grouped by shard in a scratch
+        SQLite database."""
+        generation = _new_generation()
+        with closing(scratch_database(_SCHEMA)) as database:
+            database.execute("BEGIN")
+            database.executemany(
+                "INSERT INTO records VALUES (?, ?, ?)",
+                ((_position(record.uri), record.uri, json.dumps(row_of(record.uri, record)))
+                 for record in records))
+            database.execute("COMMIT")
+            # Duplicates counted too: the shard count is an estimate, the record count is not.
+            shards = shard_count(database.execute("SELECT count(*) FROM records").fetchone()[0])
+            rows = database.execute(
+                "SELECT position, uri, row FROM records ORDER BY position, uri, rowid")
+            count = 0
+            for shard, texts in enumerate(_by_shard(rows, shards)):
+                self._destination.write_bytes(self._key(_SNAPSHOT, generation, shard),
+                                              _shard_bytes(stamp, 0, texts), "application/gzip")
+                count += len(texts)
+        self._commit(_Manifest(generation, shards, stamp, count, 0))
+        self._cache.clear()
+        for key in list(self._destination.keys(self._prefix)):
+            folder = _FOLDER.match(key[len(self._prefix):])
+            if folder and folder.group(2) != generation:
+                self._destination.delete(key)
+
+    def _commit(self, manifest: _Manifest) -> None:
+        self._destination.write_bytes(self._prefix + MANIFEST, manifest.to_bytes(),
+                                      "application/json")
+        self._manifest = manifest
+
+
+def _new_generation() -> str:
+    """A generation id never used before: the UTC time and 32 random bits."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"

@@ -1,0 +1,97 @@
+"""Records and changes for the shard index tests (also imported by the child processes that are
+killed mid-write), and a destination that counts what the index asks of it."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import BinaryIO
+
+from airflow_provider_resourcesync.protocol.hashes import Hashes, HashValue
+from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, Staged
+from airflow_provider_resourcesync.storage.source import Held
+
+PREFIX = ".resourcesync/index/"
+_START = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def uri(number: int) -> str:
+    return f"https://example.org/collection/items/{number:07d}.xml"
+
+
+def record(number: int, version: int = 0) -> Held:
+    """The record of item ``number``; another ``version`` has another length, hash and lastmod."""
+    digest = hashlib.md5(f"{number}/{version}".encode()).hexdigest()
+    return Held(uri(number), f"https/example.org/collection/items/{number:07d}.xml",
+                1_000 + number + version, Hashes((HashValue("md5", digest),)),
+                _START + timedelta(seconds=number, minutes=version), "application/xml")
+
+
+def records(count: int) -> Iterator[Held]:
+    return (record(number) for number in range(count))
+
+
+def changes(size: int) -> list[tuple[str, Held | None]]:
+    """Ten changes to an index of ``size`` records: seven updates, two removals, one create."""
+    step = size // 10
+    updated = [(uri(n), record(n, 1)) for n in range(step // 2, size, step)][:7]
+    removed: list[tuple[str, Held | None]] = [(uri(n), None) for n in (1, size - 2)]
+    return [*updated, *removed, (uri(size + 1), record(size + 1))]
+
+
+class Counting(Destination):
+    """``inner``, counting the calls made to it and the bytes read and written."""
+
+    def __init__(self, inner: Destination) -> None:
+        self.inner = inner
+        self.url = inner.url
+        self.calls: Counter[str] = Counter()
+        self.read = self.written = 0
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.read = self.written = 0
+
+    def read_bytes(self, key: str) -> bytes | None:
+        self.calls["read_bytes"] += 1
+        data = self.inner.read_bytes(key)
+        self.read += len(data or b"")
+        return data
+
+    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+        self.calls["write_bytes"] += 1
+        self.written += len(data)
+        self.inner.write_bytes(key, data, content_type)
+
+    def keys(self, prefix: str = "") -> Iterator[str]:
+        self.calls["keys"] += 1
+        return self.inner.keys(prefix)
+
+    def delete(self, key: str) -> None:
+        self.calls["delete"] += 1
+        self.inner.delete(key)
+
+    def exists(self, key: str) -> bool:
+        self.calls["exists"] += 1
+        return self.inner.exists(key)
+
+    def open(self, key: str) -> BinaryIO:
+        self.calls["open"] += 1
+        return self.inner.open(key)
+
+    def info(self, key: str) -> ObjectInfo | None:
+        self.calls["info"] += 1
+        return self.inner.info(key)
+
+    def stage(self, key: str) -> Staged:
+        self.calls["stage"] += 1
+        return self.inner.stage(key)
+
+    def move(self, key: str, to_key: str) -> None:
+        self.calls["move"] += 1
+        self.inner.move(key, to_key)
+
+    def object_url(self, key: str) -> str:
+        return self.inner.object_url(key)
