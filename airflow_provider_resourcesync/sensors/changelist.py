@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
+from airflow.sdk.configuration import conf
 
 from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Sighting, drive
@@ -57,7 +58,8 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         (templated): ``file:///absolute/path``, ``/absolute/path`` or ``s3://bucket/prefix/``.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination (None: boto3's default
         credentials).
-    :param deferrable: wait in the triggerer rather than in a worker slot.
+    :param deferrable: wait in the triggerer rather than in a worker slot; by default as
+        Airflow's ``[operators] default_deferrable`` says (False unless set).
     :param poll_interval: when deferred, seconds between polls after a document changed; None:
         ``poke_interval``.
     :param max_poll_interval: when deferred, the longest wait between polls, reached while
@@ -72,7 +74,9 @@ class _ChangeListWatchSensor(BaseSensorOperator):
     def __init__(self, *, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, change_list_url: str | None = None,
                  checkpoint: dict[str, Any] | str | None = None, destination: str | None = None,
-                 aws_conn_id: str | None = "aws_default", deferrable: bool = False,
+                 aws_conn_id: str | None = "aws_default",
+                 deferrable: bool = conf.getboolean("operators", "default_deferrable",
+                                                    fallback=False),
                  poll_interval: float | None = None, max_poll_interval: float | None = None,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -255,3 +258,17 @@ def test_wrong_intervals_fail_when_the_dag_is_parsed() -> None:
     with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
         ResourceSyncChangeListTrigger(change_list_url="https://example.org/cl.xml",
                                       position={}, poll_interval=0)
+
+
+@pytest.mark.parametrize(("configured", "expected"), [("true", "True"), (None, "False")])
+def test_deferrable_defaults_to_airflows_default_deferrable(configured: str | None,
+                                                            expected: str) -> None:
+    """As Airflow's own providers do: ``[operators] default_deferrable`` (issue 16)."""
+    env = {k: v for k, v in os.environ.items() if k != "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"}
+    if configured is not None:
+        env["AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE"] = configured
+    done = subprocess.run([sys.executable, "-c", (
+        "from airflow_provider_resourcesync.sensors.changelist import "
+        "ResourceSyncChangeListSensor as S; print(S(task_id='w').deferrable)")],
+        capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert done.stdout.strip().splitlines()[-1:] == [expected], done.stderr
