@@ -11,9 +11,9 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..shell import capability_list_of
 from ..storage.keys import KeyMapper
 from ..sync.audit import AuditReport, run_audit
-from .baseline import capability_list_of
 from .next_step import says_what_next
 
 __all__ = ["MirrorMismatchError", "ResourceSyncAuditOperator"]

@@ -2,71 +2,25 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
-from airflow.sdk import Asset, BaseOperator, Context
+from airflow.sdk import BaseOperator, Context
 
 from ..errors import ConfigurationError
-from ..hooks.destination import destination_asset_uri, destination_from_url
+from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
-from ..storage.base import Destination
+from ..shell import capability_list_of, describe_at_well_known, destination_outlets
 from ..storage.keys import KeyMapper
-from ..storage.state import WELL_KNOWN, check_well_known, publish_well_known
+from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
 from ..sync.shard import Shard
 from .next_step import says_what_next
 from .rendered import rendered_value
 
-__all__ = [
-    "ResourceSyncBaselineOperator",
-    "ResourceSyncCombineShardsOperator",
-    "capability_list_of",
-    "describe_at_well_known",
-    "destination_outlets",
-]
-
-
-def destination_outlets(destination: Any) -> list[Asset]:
-    """The Asset of a destination known when the DAG is parsed; none for a templated one (its
-    URL is only known when the task runs: declare ``outlets`` yourself)."""
-    if isinstance(destination, str) and "{{" not in destination:
-        return [Asset(destination_asset_uri(destination))]
-    return []
-
-
-def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Logger) -> str:
-    """``url`` if given; else the first Capability List discovered from the connection's base
-    URL (spec 6.3), logged with the others found.
-
-    :raises ConfigurationError: discovery found no Capability List.
-    """
-    if url:
-        return url
-    found = hook.discover()
-    if not found.capability_lists:
-        raise ConfigurationError(
-            f"no Capability List found from {hook.base_url} (route {found.route}): set "
-            "capability_list_url, or point the connection's base URL at the Source")
-    chosen = found.capability_lists[0].url
-    others = [info.url for info in found.capability_lists[1:]]
-    log.info("Using the Capability List %s, discovered from %s by %s%s", chosen, hook.base_url,
-             found.route, f" (also found: {', '.join(others)})" if others else "")
-    return chosen
-
-
-def describe_at_well_known(destination: Destination, log: logging.Logger) -> None:
-    """Copy the mirror's Source Description to ``.well-known/resourcesync`` (after the run that
-    saved it), logged.
-
-    :raises ConfigurationError: a resource of the mirror is stored there.
-    """
-    if publish_well_known(destination):
-        log.info("Wrote the mirror's Source Description at %s, for Destinations that discover "
-                 "it (spec 6.3.2)", destination.object_url(WELL_KNOWN))
+__all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator"]
 
 
 class ResourceSyncBaselineOperator(BaseOperator):

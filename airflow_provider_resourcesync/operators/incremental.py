@@ -11,12 +11,12 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..shell import capability_list_of, describe_at_well_known, destination_outlets
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..sync.incremental import DELETES, METHODS, ON_GAP, run_incremental
-from .baseline import capability_list_of, describe_at_well_known, destination_outlets
 from .next_step import says_what_next
 from .rendered import rendered_value
 

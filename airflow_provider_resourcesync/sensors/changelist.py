@@ -16,11 +16,11 @@ from ..client.watch import Sighting, drive
 from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
-from ..operators.baseline import capability_list_of
 from ..operators.next_step import says_what_next
 from ..operators.rendered import rendered_value
 from ..protocol.model import Capability
 from ..protocol.position import ChangePosition
+from ..shell import capability_list_of
 from ..storage.state import saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..triggers.changelist import (
