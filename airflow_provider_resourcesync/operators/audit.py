@@ -50,7 +50,7 @@ class ResourceSyncAuditOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
-                                      "ignore_prefixes")
+                                      "ignore_prefixes", "resourcesync_conn_id", "aws_conn_id")
     ui_color = "#d5f5e3"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",

@@ -69,7 +69,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
-                                      "shard_index", "public_url")
+                                      "shard_index", "public_url", "resourcesync_conn_id",
+                                      "aws_conn_id")
     ui_color = "#d6eaf8"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
@@ -139,7 +140,7 @@ class ResourceSyncCombineShardsOperator(BaseOperator):
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
     """
 
-    template_fields: Sequence[str] = ("destination", "checkpoints")
+    template_fields: Sequence[str] = ("destination", "checkpoints", "aws_conn_id")
     ui_color = "#d6eaf8"
 
     def __init__(self, *, destination: str, checkpoints: Any, well_known: bool = False,

@@ -66,7 +66,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "checkpoint",
-                                      "move_to", "key_prefixes", "public_url")
+                                      "move_to", "key_prefixes", "public_url",
+                                      "resourcesync_conn_id", "aws_conn_id")
     ui_color = "#d5f5e3"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",

@@ -67,7 +67,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
     """
 
     template_fields: Sequence[str] = ("capability_list_url", "change_list_url", "checkpoint",
-                                      "destination")
+                                      "destination", "resourcesync_conn_id", "aws_conn_id")
     ui_color = "#d6eaf8"
     trigger_class: type[ResourceSyncChangeListTrigger | ResourceSyncClosedChangeListTrigger]
 

@@ -37,6 +37,7 @@ from airflow_provider_resourcesync.operators.baseline import (
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import (
@@ -47,6 +48,8 @@ from airflow_provider_resourcesync.storage.state import (
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource
+
+from .runs import run_dag, states
 
 
 def test_the_provider_info_follows_airflows_schema_and_names_the_operator_modules() -> None:
@@ -77,7 +80,8 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
                                          shard_count=2)
     assert templated.outlets == shard.outlets == []
     assert set(ResourceSyncBaselineOperator.template_fields) == {
-        "destination", "capability_list_url", "key_prefixes", "shard_index", "public_url"}
+        "destination", "capability_list_url", "key_prefixes", "shard_index", "public_url",
+        "resourcesync_conn_id", "aws_conn_id"}
 
 
 @pytest.mark.parametrize("make", [
@@ -186,3 +190,19 @@ def test_the_audit_repairs(damaged: tuple[Path, str], source: ResourceSyncSource
 ])
 def test_each_failure_says_what_to_do_next(error: ResourceSyncError, step: str) -> None:
     assert step in next_step(error)
+
+
+def test_connection_ids_are_templated(source: ResourceSyncSource, tmp_path: Path) -> None:
+    """As the amazon and http providers' are (issue 16): rendered before the task runs."""
+    root = tmp_path / "mirror"
+    run = run_dag("templated_conn_ids", lambda: [
+        ResourceSyncBaselineOperator(
+            task_id="baseline", destination=str(root),
+            resourcesync_conn_id='{{ "resourcesync_" ~ "default" }}',
+            aws_conn_id='{{ "aws_" ~ "default" }}'),
+    ])
+    assert states(run) == {"baseline": "success"}
+    assert len(list(LocalDestination(root).keys())) == len(source.state())
+    for kind in (ResourceSyncBaselineOperator, ResourceSyncIncrementalOperator,
+                 ResourceSyncAuditOperator, ResourceSyncChangeListSensor):
+        assert {"resourcesync_conn_id", "aws_conn_id"} <= set(kind.template_fields)
