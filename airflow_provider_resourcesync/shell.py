@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from airflow.sdk import Asset
+from airflow.sdk import Asset, Context
 
 from .errors import ConfigurationError
 from .hooks.destination import destination_asset_uri
@@ -14,7 +14,12 @@ from .hooks.resourcesync import ResourceSyncHook
 from .storage.base import Destination
 from .storage.state import WELL_KNOWN, publish_well_known
 
-__all__ = ["capability_list_of", "describe_at_well_known", "destination_outlets"]
+__all__ = [
+    "capability_list_of",
+    "describe_at_well_known",
+    "describe_outlet_events",
+    "destination_outlets",
+]
 
 
 def destination_outlets(destination: Any) -> list[Asset]:
@@ -54,3 +59,15 @@ def describe_at_well_known(destination: Destination, log: logging.Logger) -> Non
     if publish_well_known(destination):
         log.info("Wrote the mirror's Source Description at %s, for Destinations that discover "
                  "it (spec 6.3.2)", destination.object_url(WELL_KNOWN))
+
+
+def describe_outlet_events(context: Context, outlets: list[Any], checkpoint: dict[str, Any]
+                           ) -> dict[str, Any]:
+    """Put what the run did on its Asset events, for downstream DAGs: the checkpoint's kind,
+    ``at``, position and counts (not the whole checkpoint: it is the task's XCom). Returns
+    ``checkpoint``."""
+    extra = {name: checkpoint.get(name) for name in ("kind", "at", "position", "stats")}
+    for asset in outlets:
+        if isinstance(asset, Asset):
+            context["outlet_events"][asset].extra.update(extra)
+    return checkpoint

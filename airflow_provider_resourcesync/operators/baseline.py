@@ -11,7 +11,12 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
-from ..shell import capability_list_of, describe_at_well_known, destination_outlets
+from ..shell import (
+    capability_list_of,
+    describe_at_well_known,
+    describe_outlet_events,
+    destination_outlets,
+)
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
@@ -115,7 +120,7 @@ class ResourceSyncBaselineOperator(BaseOperator):
                 describe_at_well_known(destination, self.log)
         self.log.info("Mirrored %s into %s%s: %s", checkpoint.document, checkpoint.destination,
                       f" (shard {shard})" if shard else "", _stats(checkpoint))
-        return checkpoint.to_json()
+        return describe_outlet_events(context, self.outlets, checkpoint.to_json())
 
     def _shard(self) -> Shard | None:
         if self.shard_index is None and self.shard_count is None:
@@ -161,7 +166,7 @@ class ResourceSyncCombineShardsOperator(BaseOperator):
                 describe_at_well_known(destination, self.log)
         self.log.info("Combined %s shards into the mirror at %s: %s", len(shards),
                       combined.destination, _stats(combined))
-        return combined.to_json()
+        return describe_outlet_events(context, self.outlets, combined.to_json())
 
 
 def _listed(value: Any) -> list[Any]:

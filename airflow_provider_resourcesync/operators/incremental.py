@@ -11,7 +11,12 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
-from ..shell import capability_list_of, describe_at_well_known, destination_outlets
+from ..shell import (
+    capability_list_of,
+    describe_at_well_known,
+    describe_outlet_events,
+    destination_outlets,
+)
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known, saved_checkpoint
@@ -111,7 +116,7 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                 public_url=self.public_url or None, on_gap=self.on_gap, log=self.log)
             if self.well_known:
                 describe_at_well_known(destination, self.log)
-        return checkpoint.to_json()
+        return describe_outlet_events(context, self.outlets, checkpoint.to_json())
 
     def _start(self, context: Context, destination: Destination) -> Checkpoint:
         """The checkpoint to start from, and where it was found, logged."""

@@ -54,14 +54,19 @@ def xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
         return XComModel.deserialize_value(row)
 
 
-def asset_event_uris(run: Any) -> list[str]:
+def asset_events(run: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The Asset events ``run`` recorded: each Asset's URI and the event's ``extra``."""
     from airflow.models.asset import AssetEvent
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
     with create_session() as session:
-        return [event.asset.uri for event in session.scalars(
+        return [(event.asset.uri, event.extra) for event in session.scalars(
             select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
+
+
+def asset_event_uris(run: Any) -> list[str]:
+    return [uri for uri, _ in asset_events(run)]
 
 
 def resource_bodies_sent(source: ResourceSyncSource) -> list[str]:

@@ -21,7 +21,15 @@ from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 
 from .conftest import AWS_CONN_ID
-from .runs import assert_mirrors, asset_event_uris, resource_bodies_sent, run_example, states, xcom
+from .runs import (
+    assert_mirrors,
+    asset_event_uris,
+    asset_events,
+    resource_bodies_sent,
+    run_example,
+    states,
+    xcom,
+)
 
 
 def test_mirror_to_local_mirrors_the_source_and_the_audit_finds_it_clean(
@@ -37,7 +45,10 @@ def test_mirror_to_local_mirrors_the_source_and_the_audit_finds_it_clean(
     assert checkpoint.stats["fetched"] == 20
     report = xcom(run, "audit")
     assert (report["clean"], report["listed"], report["missing"]) == (True, 20, 0)
-    assert asset_event_uris(run) == [mirror.as_uri()]
+    [(uri, extra)] = asset_events(run)  # what the run did, for downstream DAGs (issue 16)
+    assert uri == mirror.as_uri()
+    assert extra == {"kind": "baseline", "at": checkpoint.to_json()["at"],
+                     "position": checkpoint.position.to_json(), "stats": checkpoint.stats}
 
 
 def test_a_second_run_transfers_no_unchanged_bytes(
