@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 
 import airflow
@@ -79,3 +80,8 @@ def test_the_form_defaults_are_the_client_defaults() -> None:
         policy.connect_timeout, policy.read_timeout, policy.request_timeout,
         policy.retry_budget, policy.max_tries, policy.concurrency_per_host,
         policy.allow_private, policy.verify)
+
+
+def test_the_package_says_it_is_typed() -> None:
+    """PEP 561: type checkers read the package's own hints (issue 16)."""
+    assert (resources.files("airflow_provider_resourcesync") / "py.typed").is_file()
