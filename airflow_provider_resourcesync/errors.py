@@ -32,6 +32,11 @@ class ConfigurationError(ResourceSyncError, ValueError):
             raise cls(f"{name} {value!r} is not one of {', '.join(choices)}")
 
 
+
+class NoCheckpointError(ConfigurationError):
+    """Nothing to start from: no checkpoint was given and the mirror has none saved, because no
+    baseline has run into it yet. Running a baseline is the fix, not this task again."""
+
 class InvalidValueError(ResourceSyncError, ValueError):
     """A single value (datetime, hash, length, ...) is not in the form the spec defines."""
 

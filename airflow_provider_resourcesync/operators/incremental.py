@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, NoCheckpointError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..shell import (
@@ -134,7 +134,7 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                              destination.url)
         saved = saved_checkpoint(destination)
         if saved is None:
-            raise ConfigurationError(
+            raise NoCheckpointError(
                 f"no checkpoint to start from: the mirror at {destination.url} has none saved "
                 "and this task has no previous XCom. Run a baseline "
                 "(ResourceSyncBaselineOperator) into it first, or pass checkpoint=")

@@ -14,6 +14,7 @@ from ..errors import (
     DestinationError,
     DocumentError,
     FetchError,
+    NoCheckpointError,
     ResourceSyncError,
     SyncIncompleteError,
     UnsafeContentError,
@@ -30,6 +31,8 @@ _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
     (ChangeGapError, "run a baseline into the mirror (ResourceSyncBaselineOperator), or give "
                      "the incremental operator on_gap='baseline': the Source no longer offers "
                      "the changes named below, so re-running this task cannot succeed"),
+    (NoCheckpointError, "run a baseline into the mirror first (ResourceSyncBaselineOperator): "
+                        "nothing was mirrored yet, so there is no checkpoint to start from"),
     (ConfigurationError, "fix the connection field or the argument named below"),
     (FetchError, "check that the Source is up and reachable from the worker (URL and status "
                  "below), then re-run this task"),

@@ -3,18 +3,21 @@ checkpoint: new changes after it, or the list it is in closed."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 from airflow.sdk.configuration import conf
+from airflow.sdk.exceptions import AirflowSkipException
 
 from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Sighting, drive
-from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError
-from ..hooks.destination import destination_from_url
+from ..errors import ChangeGapError, NoCheckpointError, ResourceSyncError
+from ..hooks.destination import DestinationURL, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..operators.next_step import says_what_next
 from ..operators.rendered import rendered_value
@@ -97,7 +100,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
 
     def execute(self, context: Context) -> Any:
         try:
-            with says_what_next(self.log):
+            with self._skipped_if_nothing_to_watch(), says_what_next(self.log):
                 if not self.deferrable:
                     return super().execute(context)
                 seen = self._look()
@@ -111,6 +114,17 @@ class _ChangeListWatchSensor(BaseSensorOperator):
                 ), method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
         finally:
             self._release()
+
+    @contextmanager
+    def _skipped_if_nothing_to_watch(self) -> Iterator[None]:
+        """With ``soft_fail``, no checkpoint yet (no baseline has run) skips the task: an hourly
+        DAG unpaused before its first baseline then waits for it, failing nothing."""
+        try:
+            yield
+        except NoCheckpointError as error:
+            if not self.soft_fail:
+                raise
+            raise AirflowSkipException(f"Nothing to watch yet (soft_fail): {error}") from error
 
     def poke(self, context: Context) -> PokeReturnValue:
         seen = self._look()
@@ -165,14 +179,16 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         value = (None if self.checkpoint in (None, "")
                  else rendered_value(self.checkpoint, "checkpoint"))
         if value is None and self.destination:
-            destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
-            value = saved_checkpoint(destination)
+            where = DestinationURL.parse(self.destination)
+            if where.scheme != "file" or Path(where.path).is_dir():  # never made by a sensor
+                value = saved_checkpoint(destination_from_url(self.destination,
+                                                              aws_conn_id=self.aws_conn_id))
             if value is None:
-                raise ConfigurationError(
+                raise NoCheckpointError(
                     f"destination {self.destination!r}: the mirror has saved no checkpoint; run a "
                     "baseline into it first, or pass checkpoint=")
         if value is None:
-            raise ConfigurationError(
+            raise NoCheckpointError(
                 "no checkpoint to watch from: pass checkpoint= (a sync task's XCom) or "
                 "destination= (a mirror a baseline ran into); run a baseline first if there "
                 "is none")

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_resourcesync.errors import ConfigurationError
+from airflow_provider_resourcesync.errors import ConfigurationError, NoCheckpointError
 from airflow_provider_resourcesync.protocol.datetimes import format_datetime
 from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.sensors.changelist import (
@@ -170,14 +170,29 @@ def test_with_no_checkpoint_anywhere_the_task_fails_saying_to_run_a_baseline(
     assert states(run) == {"wait": "failed"}
     out = capfd.readouterr().out
     assert "no checkpoint to watch from: pass checkpoint=" in out
-    assert "run a baseline first" in out
+    assert "Next: run a baseline into the mirror first" in out  # not "fix the connection"
+    assert source.server.requests == []
+
+
+def test_an_hourly_dag_unpaused_before_its_baseline_skips_with_soft_fail_and_makes_no_mirror(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    """Issue 16: the sensor failed saying to fix the connection, soft_fail did not cover it, and
+    it created the empty mirror directory as it looked for a checkpoint there."""
+    mirror = tmp_path / "not-yet"
+    run = run_dag("watch_before_baseline", lambda: [
+        ResourceSyncChangeListSensor(task_id=f"wait_{mode}", destination=str(mirror),
+                                     soft_fail=True, deferrable=mode == "deferred",
+                                     poke_interval=0.1, timeout=5)
+        for mode in ("poked", "deferred")])
+    assert states(run) == {"wait_poked": "skipped", "wait_deferred": "skipped"}
+    assert not mirror.exists()
     assert source.server.requests == []
 
 
 def test_a_mirror_with_no_saved_checkpoint_is_refused_naming_it(tmp_path: Path) -> None:
     sensor = ResourceSyncClosedChangeListSensor(task_id="wait", destination=str(tmp_path))
-    with pytest.raises(ConfigurationError, match="the mirror has saved no checkpoint; run a "
-                                                 "baseline into it first"):
+    with pytest.raises(NoCheckpointError, match="the mirror has saved no checkpoint; run a "
+                                                "baseline into it first"):
         sensor.execute({})
 
 
