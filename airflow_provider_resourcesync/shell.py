@@ -66,8 +66,9 @@ def describe_outlet_events(context: Context, outlets: list[Any], checkpoint: dic
     """Put what the run did on its Asset events, for downstream DAGs: the checkpoint's kind,
     ``at``, position and counts (not the whole checkpoint: it is the task's XCom). Returns
     ``checkpoint``."""
+    events = context.get("outlet_events")  # none where execute() is called by hand
     extra = {name: checkpoint.get(name) for name in ("kind", "at", "position", "stats")}
-    for asset in outlets:
+    for asset in outlets if events is not None else ():
         if isinstance(asset, Asset):
-            context["outlet_events"][asset].extra.update(extra)
+            events[asset].extra.update(extra)
     return checkpoint
