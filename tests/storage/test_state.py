@@ -22,10 +22,10 @@ from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import DocumentKind
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
-from airflow_provider_resourcesync.storage import state as state_module
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.source import journal as journal_module
 from airflow_provider_resourcesync.storage.state import (
     CAPABILITY_LIST,
     CHANGE_LIST_INDEX,
@@ -364,7 +364,7 @@ def test_a_lost_change_list_index_is_rebuilt_from_the_lists(destination: Destina
 
 def test_past_the_index_limit_the_oldest_change_lists_go(
         local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(state_module, "MAX_ENTRIES", 2)  # section 7's 50,000, made small
+    monkeypatch.setattr(journal_module, "MAX_ENTRIES", 2)  # section 7's 50,000, made small
     runs_of_one_change(local, 3)
     _, lists = change_lists(local)
     assert [key for key, _ in lists] == sorted(local.keys(CHANGES))

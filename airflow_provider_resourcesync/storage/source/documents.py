@@ -1,0 +1,116 @@
+"""Where the mirror's documents live: their keys under a location of a destination, the URLs
+they are published under, and how one is read or written (staged, with its hash and length)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import IO
+from urllib.parse import quote, unquote, urlsplit
+
+from ...errors import InvalidValueError
+from ...protocol.hashes import DigestingWriter
+from ...protocol.model import Document, Entry, Head
+from ...protocol.reader import DocumentReader
+from ...protocol.split import write_split
+from ...protocol.writer import document_bytes
+from ..base import Destination, ObjectInfo
+from ..keys import RESERVED_PREFIX
+
+__all__ = [
+    "CAPABILITY_LIST",
+    "CHANGES",
+    "CHANGE_LIST_INDEX",
+    "CHECKPOINT",
+    "DESCRIPTION",
+    "NAMESPACE",
+    "RESOURCE_LIST",
+    "XML",
+    "Documents",
+    "base_url",
+    "name_of",
+]
+
+RESOURCE_LIST = RESERVED_PREFIX + "resourcelist.xml"
+CAPABILITY_LIST = RESERVED_PREFIX + "capabilitylist.xml"
+DESCRIPTION = RESERVED_PREFIX + "description.xml"
+CHECKPOINT = RESERVED_PREFIX + "checkpoint.json"
+CHANGES = RESERVED_PREFIX + "changes/"
+CHANGE_LIST_INDEX = RESERVED_PREFIX + "changelist.xml"
+#: The namespace of the attribute that names each object's key in the mirror's Resource List.
+NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
+XML = "application/xml"
+
+
+def base_url(url: str) -> str:
+    """``url`` as a base for keys: an absolute ``http(s)`` URL ending with ``/``.
+
+    :raises InvalidValueError: ``url`` cannot be one.
+    """
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc or (
+            parts.query or parts.fragment):
+        raise InvalidValueError(f"public URL {url!r}: expected an http:// or https:// URL with "
+                                "no query, under which the destination's keys are published")
+    return url if url.endswith("/") else url + "/"
+
+
+def name_of(url: str) -> str:
+    """The file name a document of the mirror is published under, at the end of ``url``."""
+    return unquote(url.rstrip("/").rpartition("/")[2])
+
+
+class Documents:
+    """The mirror's documents at ``destination`` under ``location``, published under ``base``
+    (an http(s) URL ending with ``/``; None: the destination's own URLs)."""
+
+    def __init__(self, destination: Destination, location: str, base: str | None) -> None:
+        self.destination = destination
+        self.location = location
+        self.base = base
+
+    def key(self, key: str) -> str:
+        """A key of the default location (:data:`RESOURCE_LIST`...) moved to this one."""
+        return self.location + key.removeprefix(RESERVED_PREFIX)
+
+    def url(self, key: str) -> str:
+        """Where the object at ``key`` is published: under the base if there is one, else the
+        destination's own URL."""
+        if self.base is not None:
+            return self.base + quote(key, safe="/")
+        return self.destination.object_url(key)
+
+    @contextmanager
+    def reader(self, key: str) -> Iterator[DocumentReader]:
+        with self.destination.open(key) as stream, DocumentReader(
+                stream, url=self.destination.object_url(key)) as reader:
+            yield reader
+
+    def write(self, key: str, head: Head, entries: list[Entry]) -> None:
+        """A small document, whole."""
+        self.destination.write_bytes(key, document_bytes(Document(head, entries)), XML)
+
+    def write_list(self, head: Head, entries: Iterable[Entry], key: str,
+                   part_key: Callable[[int], str]) -> set[str]:
+        """A list at ``key``, split into parts named by ``part_key`` if it must be; the keys
+        written."""
+        keys = {self.url(key): key}
+
+        def part_url(number: int) -> str:
+            part = part_key(number)
+            keys[self.url(part)] = part
+            return self.url(part)
+
+        urls = write_split(head, entries, url=self.url(key), part_url=part_url,
+                           open_output=lambda url: self._output(keys[url]))
+        return {keys[url] for url in urls}
+
+    @contextmanager
+    def _output(self, key: str) -> Iterator[IO[bytes]]:
+        """A staged document at ``key``, committed with its hash and length on a clean exit."""
+        with self.destination.stage(key) as staged:
+            output = DigestingWriter(staged.file, ("md5", "sha-256"))  # write-only
+            yield output  # type: ignore[misc]
+            digester = output.digester
+            staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
+                                     type=XML))

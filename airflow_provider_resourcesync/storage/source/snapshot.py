@@ -1,0 +1,115 @@
+"""The snapshot: the mirror's Resource List (10.1), split into ``resourcelist-NNNNN.xml`` parts
+under an index past 50,000 entries (10.2), read and written as stored rows of the record store.
+
+Each entry's ``loc`` is the object's URL at the destination (or under the public base URL, to
+republish it), ``lastmod`` when the mirror's copy last changed, ``rs:md`` its hash, length and
+type, and an ``rs:ln rel="via"`` to the origin URI with the origin's hash, length and
+``modified`` (14.8). The object's key travels in a ``mirror:key`` attribute of ``rs:md``
+(:data:`.documents.NAMESPACE`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from ...errors import DocumentError, UnsafeContentError
+from ...protocol.model import DocumentKind, Entry, Head, Link, Metadata
+from ..keys import RESERVED_PREFIX, normalized
+from .documents import CAPABILITY_LIST, NAMESPACE, RESOURCE_LIST, Documents, name_of
+from .records import as_datetime, micros, record_of
+
+__all__ = ["KEY", "Snapshot", "stored_row"]
+
+#: The ``rs:md`` attribute naming an object's key.
+KEY = f"{{{NAMESPACE}}}key"
+_PART_PREFIX = RESERVED_PREFIX + "resourcelist-"
+_PART_NAME = re.compile(r"resourcelist-\d{5}\.xml")
+
+
+def stored_row(entry: Entry, url: str) -> tuple[Any, ...] | None:
+    """An entry of ours as a stored row: origin from the ``via`` link (in its normal form: a
+    mirror made before there was one may hold another spelling), key from ``mirror:key``; None
+    for an origin that has no normal form (credentials in it), which is never mapped now.
+
+    :raises DocumentError: the entry is not one the mirror writes.
+    """
+    md = entry.md
+    via = entry.links_for("via")
+    key = md.extra.get(KEY) if md is not None else None
+    if md is None or md.length is None or not via or key is None:
+        raise DocumentError(f"the entry for {entry.loc} lacks the via link, length or mirror:key "
+                            "the mirror writes: the Resource List is not the mirror's own",
+                            url=url, line=entry.line, section="14.8")
+    try:
+        uri = normalized(via[0].href)
+    except UnsafeContentError:
+        return None
+    return (uri, key, md.length, str(md.hash or ""), micros(via[0].modified), md.type,
+            micros(entry.lastmod))
+
+
+class Snapshot:
+    """The Resource List of the mirror's :class:`Documents`."""
+
+    def __init__(self, documents: Documents) -> None:
+        self._documents = documents
+
+    def exists(self) -> bool:
+        return self._documents.destination.exists(self._documents.key(RESOURCE_LIST))
+
+    def rows(self) -> Iterator[tuple[Any, ...] | None]:
+        """Every entry as a stored row (see :func:`stored_row`), streamed part after part.
+
+        :raises DocumentError: a document cannot be read or was not written by the mirror.
+        """
+        parts: list[str] = []
+        with self._documents.reader(self._documents.key(RESOURCE_LIST)) as reader:
+            kind = reader.head.kind
+            if kind is DocumentKind.RESOURCE_LIST_INDEX:
+                parts = [self._part_key(entry, reader.url) for entry in reader]
+            elif kind is DocumentKind.RESOURCE_LIST:
+                for entry in reader:
+                    yield stored_row(entry, reader.url)
+            else:
+                raise DocumentError("the mirror's Resource List is not a Resource List",
+                                    url=reader.url, section="10.1")
+        for part in parts:
+            with self._documents.reader(part) as reader:
+                for entry in reader:
+                    yield stored_row(entry, reader.url)
+
+    def _part_key(self, entry: Entry, url: str) -> str:
+        """The key of a part the index lists, by its name (the base URL may have changed)."""
+        name = name_of(entry.loc)
+        if not _PART_NAME.fullmatch(name):
+            raise DocumentError(f"the index lists {entry.loc}, not a part of the mirror's "
+                                "Resource List", url=url, line=entry.line, section="10.2")
+        return self._documents.location + name
+
+    def write(self, at: datetime, rows: Iterable[Sequence[Any]]) -> None:
+        """The Resource List of ``rows`` (stored rows, ordered by URI) as of ``at``; parts no
+        longer needed are deleted after."""
+        documents = self._documents
+        head = Head(md=Metadata(capability="resourcelist", at=at),
+                    links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
+                    namespaces={"mirror": NAMESPACE})
+        parts = documents.key(_PART_PREFIX)
+        written = documents.write_list(head, (self._entry(row) for row in rows),
+                                       documents.key(RESOURCE_LIST),
+                                       lambda number: f"{parts}{number:05d}.xml")
+        for key in list(documents.destination.keys(parts)):
+            if key not in written:
+                documents.destination.delete(key)
+
+    def _entry(self, row: Sequence[Any]) -> Entry:
+        record = record_of(row)
+        hashes = record.hashes or None
+        return Entry(
+            self._documents.url(record.key), lastmod=as_datetime(row[6]),
+            md=Metadata(hash=hashes, length=record.length, type=record.type,
+                        extra={KEY: record.key}),
+            links=(Link(rel="via", href=record.uri, modified=record.lastmod, hash=hashes,
+                        length=record.length, type=record.type),))
