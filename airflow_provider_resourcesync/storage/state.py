@@ -9,7 +9,11 @@ At the destination, :class:`MirrorState` keeps
 - ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
   Description (8) that make the mirror a Source others can sync from; a copy of the Source
   Description at ``.well-known/resourcesync`` if asked (:func:`publish_well_known`);
-- ``checkpoint.json``: the last checkpoint, written last (:mod:`.source.checkpoint`).
+- ``checkpoint.json``: the last checkpoint, written last (:mod:`.source.checkpoint`);
+- ``index/``: the lookup index (:mod:`.source.shards`), derived from the documents: brought up
+  to date on load by replaying the Change Lists listed after its stamp (built from the Resource
+  List first for a mirror that has none), folded into on every save, rebuilt with the Resource
+  List.
 
 During a run the records live in a scratch SQLite database (:mod:`.source.records`).
 """
@@ -21,9 +25,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConfigurationError, InvalidValueError
+from ..errors import ConfigurationError, DocumentError, InvalidValueError
 from ..protocol.closing import ClosedOnExit
-from ..protocol.model import Entry, Head, Link, Metadata
+from ..protocol.hashes import Hashes
+from ..protocol.model import Change, Entry, Head, Link, Metadata
 from .base import Destination
 from .keys import RESERVED_PREFIX
 from .source.checkpoint import SavedRecord, saved_checkpoint
@@ -33,14 +38,17 @@ from .source.documents import (
     CHANGES,
     CHECKPOINT,
     DESCRIPTION,
+    INDEX,
     NAMESPACE,
     RESOURCE_LIST,
     XML,
     Documents,
     base_url,
 )
-from .source.journal import Journal
+from .source.held import Held
+from .source.journal import Journal, stamp_at
 from .source.records import ObjectRecord, RecordStore, as_datetime, micros, record_of
+from .source.shards import ShardIndex
 from .source.snapshot import Snapshot
 
 __all__ = [
@@ -95,6 +103,7 @@ class MirrorState(ClosedOnExit):
         self._checkpoint: dict[str, Any] | None = None
         self._saved_at: datetime | None = None
         self._changelist: str | None = None
+        self._index: ShardIndex | None = None
 
     @classmethod
     def load(cls, destination: Destination, *, public_base_url: str | None = None,
@@ -200,6 +209,7 @@ class MirrorState(ClosedOnExit):
         elif changelist is None and self._journal.index_exists():
             changelist = self._key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
         record = SavedRecord(now, changelist, checkpoint, self._documents.base).to_bytes()
+        index = self._index = self._index or self._open_index()
         self._store.mark_stored(micros(now, "the clock's time"))
         if journal:
             assert self._saved_at is not None and changelist is not None and last is not None
@@ -210,8 +220,10 @@ class MirrorState(ClosedOnExit):
             end = max(now, start, as_datetime(last) or start)
             self._journal.write_index([*listed, *self._journal.write_list(
                 changelist, start, end, self._store.changes())])
+            index.apply(self._changed(), stamp_at(now))
         self._changelist = changelist
         self._snapshot.write(now, self._store.rows())
+        index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
         documents = self._documents
         documents.write(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -266,6 +278,31 @@ class MirrorState(ClosedOnExit):
                 self._documents.base = saved.public_url
         if self._snapshot.exists():
             self._store.insert(self._snapshot.rows())
+        self._index = self._open_index()
+
+    def _open_index(self) -> ShardIndex:
+        """The lookup index, brought up to date with the journal: the Change Lists listed after
+        its stamp folded in, each stamped with its own name, so a save killed after its Change
+        List finds its changes recorded. A mirror with none yet (written before there was one),
+        or whose index cannot be read, gets one built from its Resource List first."""
+        prefix = self._key(INDEX)
+        try:
+            index = ShardIndex.open(self.destination, prefix)
+        except DocumentError:
+            index = ShardIndex(self.destination, prefix, None)
+        if index.stamp is None and self._snapshot.exists():
+            at = self._snapshot.at()
+            index = ShardIndex.build(self.destination, prefix, self._snapshot.records(),
+                                     stamp_at(at) if at is not None else "")
+        for stamp, keys in self._journal.since(index.stamp):
+            index.apply(self._journal.changes(keys), stamp)
+        return index
+
+    def _changed(self) -> Iterator[tuple[str, Held | None]]:
+        """This run's changes, as the lookup index takes them."""
+        for _, uri, change, key, length, hash_, lastmod, type_, _ in self._store.changes():
+            yield uri, (None if change == Change.DELETED else Held(
+                uri, key, length, Hashes.parse(hash_), as_datetime(lastmod), type_))
 
 
 def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:

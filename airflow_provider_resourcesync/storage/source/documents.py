@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import IO
 from urllib.parse import quote, unquote, urlsplit
 
-from ...errors import InvalidValueError
+from ...errors import DocumentError, InvalidValueError
 from ...protocol.hashes import DigestingWriter
 from ...protocol.model import Document, Entry, Head
 from ...protocol.reader import DocumentReader
@@ -23,6 +23,8 @@ __all__ = [
     "CHANGE_LIST_INDEX",
     "CHECKPOINT",
     "DESCRIPTION",
+    "INDEX",
+    "KEY",
     "NAMESPACE",
     "RESOURCE_LIST",
     "XML",
@@ -37,8 +39,12 @@ DESCRIPTION = RESERVED_PREFIX + "description.xml"
 CHECKPOINT = RESERVED_PREFIX + "checkpoint.json"
 CHANGES = RESERVED_PREFIX + "changes/"
 CHANGE_LIST_INDEX = RESERVED_PREFIX + "changelist.xml"
-#: The namespace of the attribute that names each object's key in the mirror's Resource List.
+#: The folder of the lookup index (:mod:`.shards`), derived from the documents.
+INDEX = RESERVED_PREFIX + "index/"
+#: The namespace of the attribute that names each object's key in the mirror's lists.
 NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
+#: The ``rs:md`` attribute naming an object's key.
+KEY = f"{{{NAMESPACE}}}key"
 XML = "application/xml"
 
 
@@ -79,6 +85,22 @@ class Documents:
         if self.base is not None:
             return self.base + quote(key, safe="/")
         return self.destination.object_url(key)
+
+    def key_of(self, entry: Entry, url: str) -> str:
+        """The key of the object an entry of ours describes: its ``mirror:key``, else (a
+        Change List written before they carried one) the key its ``loc`` publishes.
+
+        :raises DocumentError: neither says (``url`` and the entry's line are named).
+        """
+        key = entry.md.extra.get(KEY) if entry.md is not None else None
+        if key is None:
+            published = self.url("")
+            if not entry.loc.startswith(published):
+                raise DocumentError(
+                    f"the entry for {entry.loc} has no mirror:key and is not published under "
+                    f"{published}: the list is not the mirror's own", url=url, line=entry.line)
+            key = unquote(entry.loc[len(published):])
+        return key
 
     @contextmanager
     def reader(self, key: str) -> Iterator[DocumentReader]:

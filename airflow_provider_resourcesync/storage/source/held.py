@@ -16,6 +16,7 @@ from typing import Any
 from ...errors import InvalidValueError
 from ...protocol.datetimes import format_datetime, parse_datetime
 from ...protocol.hashes import Hashes
+from ..base import ObjectInfo
 
 __all__ = ["Held", "held_from_row", "row_of"]
 
@@ -23,8 +24,8 @@ __all__ = ["Held", "held_from_row", "row_of"]
 @dataclass(frozen=True, slots=True)
 class Held:
     """A URI the writer holds: under which key, with which length, hashes, lastmod and type
-    (the fields of ``storage.state.ObjectRecord``, which this replaces when the mirror's state
-    is rebuilt on the writer).
+    (the mirror's state calls it ``ObjectRecord``: an object it holds and the origin's
+    description of it).
 
     :param uri: the URI in its normal form (callers normalize with ``storage.keys.normalized``:
         the index shards and compares URIs as given).
@@ -36,6 +37,14 @@ class Held:
     hashes: Hashes
     lastmod: datetime | None = None
     type: str | None = None
+
+    @classmethod
+    def of(cls, key: str, info: ObjectInfo) -> Held:
+        return cls(info.uri, key, info.length, info.hashes, info.lastmod, info.type)
+
+    @property
+    def info(self) -> ObjectInfo:
+        return ObjectInfo(self.uri, self.length, self.hashes, self.lastmod, self.type)
 
 
 def row_of(uri: str, held: Held | None) -> list[Any]:

@@ -1,21 +1,45 @@
 """The journal: a Change List (12.1) per save that found the mirror changed, under
 ``changes/<UTC timestamp>.xml``, and ``changelist.xml``, the Change List Index (12.2) over them,
 in forward chronological order. Each change is dated when the mirror made it, by its clock (as
-in 14.8's examples; the ``via`` link keeps the Source's ``modified``)."""
+in 14.8's examples; the ``via`` link keeps the Source's ``modified``), and carries the object's
+key (``mirror:key``), so the lookup index can be brought up to date from the lists alone.
+
+A list's *stamp* is its name without ``.xml`` (its parts' too): the UTC time of the save that
+wrote it, so stamps sort as the saves were made. The lookup index names the last list folded in
+by its stamp, and the snapshot is stamped with the time it was written.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import DocumentError
+from ...errors import DocumentError, UnsafeContentError
 from ...protocol.hashes import Hashes
 from ...protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata, Root
-from .documents import CAPABILITY_LIST, CHANGE_LIST_INDEX, CHANGES, Documents, name_of
+from ..keys import normalized
+from .documents import (
+    CAPABILITY_LIST,
+    CHANGE_LIST_INDEX,
+    CHANGES,
+    KEY,
+    NAMESPACE,
+    Documents,
+    name_of,
+)
+from .held import Held
 from .records import as_datetime, micros
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "stamp_at"]
+
+_LIST_NAME = re.compile(r"(.+?)(?:-\d{5})?\.xml")
+
+
+def stamp_at(when: datetime) -> str:
+    """The stamp of a save at ``when``: the name of its Change List without ``.xml``."""
+    return f"{when.astimezone(UTC):%Y%m%dT%H%M%S.%fZ}"
 
 
 class Journal:
@@ -29,7 +53,7 @@ class Journal:
 
     def list_key(self, now: datetime) -> str:
         """The key of the Change List of a save at ``now``."""
-        return f"{self._documents.key(CHANGES)}{now.astimezone(UTC):%Y%m%dT%H%M%S.%fZ}.xml"
+        return f"{self._documents.key(CHANGES)}{stamp_at(now)}.xml"
 
     def listed(self) -> list[Entry]:
         """The entries of the Change List Index; where it is missing or unreadable (a mirror
@@ -52,6 +76,49 @@ class Journal:
                                                                          until=md.until)))
         return listed
 
+    def since(self, stamp: str | None) -> Iterator[tuple[str, list[str]]]:
+        """The Change Lists listed after the one stamped ``stamp`` (all for None), in order:
+        each one's stamp and the keys of its parts (itself, if it is not split)."""
+        lists: dict[str, list[str]] = {}
+        for entry in self.listed():
+            name = name_of(entry.loc)
+            found = _LIST_NAME.fullmatch(name)
+            listed = found.group(1) if found else name
+            if stamp is None or listed > stamp:
+                lists.setdefault(listed, []).append(self._change_key(entry.loc))
+        return iter(lists.items())
+
+    def changes(self, keys: Iterable[str]) -> Iterator[tuple[str, Held | None]]:
+        """The changes the lists at ``keys`` make, in order: each URI (in its normal form) and
+        its record, None for a deletion. An origin with no normal form (credentials in it) is
+        never mapped now, and passed over.
+
+        :raises DocumentError: a list cannot be read or was not written by the mirror.
+        """
+        for key in keys:
+            with self._documents.reader(key) as reader:
+                for entry in reader:
+                    change = self._change(entry, reader.url)
+                    if change is not None:
+                        yield change
+
+    def _change(self, entry: Entry, url: str) -> tuple[str, Held | None] | None:
+        md, via = entry.md, entry.links_for("via")
+        if md is None or md.change is None or not via or (
+                md.change != Change.DELETED and md.length is None):
+            raise DocumentError(f"the entry for {entry.loc} lacks the change, via link or "
+                                "length the mirror writes: the Change List is not the mirror's "
+                                "own", url=url, line=entry.line, section="14.8")
+        try:
+            uri = normalized(via[0].href)
+        except UnsafeContentError:
+            return None
+        if md.change == Change.DELETED:
+            return uri, None
+        assert md.length is not None
+        return uri, Held(uri, self._documents.key_of(entry, url), md.length,
+                         Hashes.parse(str(md.hash or "")), via[0].modified, md.type)
+
     def _change_key(self, url: str) -> str:
         """The key of a Change List the index lists, by its name (the base URL may have
         changed)."""
@@ -64,7 +131,8 @@ class Journal:
         Index: the list, or the parts it was split into."""
         documents = self._documents
         head = Head(md=Metadata(capability="changelist", from_=start, until=end),
-                    links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),))
+                    links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
+                    namespaces={"mirror": NAMESPACE})
         floor = micros(start, "start") or 0
         written = documents.write_list(
             head, (self._entry(row, floor) for row in changes), key,
@@ -83,7 +151,7 @@ class Journal:
             self._documents.url(key), lastmod=as_datetime(stored) if held else None,
             md=Metadata(change=change, datetime=as_datetime(max(when, floor)),
                         hash=hashes, length=length if held else None,
-                        type=type_ if held else None),
+                        type=type_ if held else None, extra={KEY: key}),
             links=(Link(rel="via", href=uri, modified=as_datetime(lastmod) if held else None,
                         hash=hashes, length=length if held else None,
                         type=type_ if held else None),))

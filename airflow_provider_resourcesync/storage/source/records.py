@@ -12,14 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ...errors import InvalidValueError
 from ...protocol.hashes import Hashes
-from ..base import ObjectInfo
 from ..scratch import scratch_database
+from .held import Held
 
 __all__ = ["COLUMNS", "ObjectRecord", "RecordStore", "as_datetime", "micros", "record_of"]
 
@@ -68,24 +67,8 @@ _CHANGES = (
     "WHERE (at, uri) > (?, ?) ORDER BY 1, 2 LIMIT ?")
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectRecord:
-    """One object the mirror holds: the origin's URI, its key, and the origin's description."""
-
-    uri: str
-    key: str
-    length: int
-    hashes: Hashes
-    lastmod: datetime | None = None
-    type: str | None = None
-
-    @classmethod
-    def of(cls, key: str, info: ObjectInfo) -> ObjectRecord:
-        return cls(info.uri, key, info.length, info.hashes, info.lastmod, info.type)
-
-    @property
-    def info(self) -> ObjectInfo:
-        return ObjectInfo(self.uri, self.length, self.hashes, self.lastmod, self.type)
+#: One object the mirror holds: the origin's URI, its key, and the origin's description.
+ObjectRecord = Held
 
 
 def micros(value: datetime | None, what: str = "lastmod") -> int | None:

@@ -18,13 +18,12 @@ from typing import Any
 from ...errors import DocumentError, UnsafeContentError
 from ...protocol.model import DocumentKind, Entry, Head, Link, Metadata
 from ..keys import RESERVED_PREFIX, normalized
-from .documents import CAPABILITY_LIST, NAMESPACE, RESOURCE_LIST, Documents, name_of
+from .documents import CAPABILITY_LIST, KEY, NAMESPACE, RESOURCE_LIST, Documents, name_of
+from .held import Held
 from .records import as_datetime, micros, record_of
 
-__all__ = ["KEY", "Snapshot", "stored_row"]
+__all__ = ["Snapshot", "stored_row"]
 
-#: The ``rs:md`` attribute naming an object's key.
-KEY = f"{{{NAMESPACE}}}key"
 _PART_PREFIX = RESERVED_PREFIX + "resourcelist-"
 _PART_NAME = re.compile(r"resourcelist-\d{5}\.xml")
 
@@ -59,6 +58,18 @@ class Snapshot:
 
     def exists(self) -> bool:
         return self._documents.destination.exists(self._documents.key(RESOURCE_LIST))
+
+    def at(self) -> datetime | None:
+        """When the Resource List was written (its ``at``).
+
+        :raises DocumentError: it cannot be read.
+        """
+        with self._documents.reader(self._documents.key(RESOURCE_LIST)) as reader:
+            return reader.head.md.at if reader.head.md is not None else None
+
+    def records(self) -> Iterator[Held]:
+        """Every record, streamed (see :meth:`rows`)."""
+        return (record_of(row) for row in self.rows() if row is not None)
 
     def rows(self) -> Iterator[tuple[Any, ...] | None]:
         """Every entry as a stored row (see :func:`stored_row`), streamed part after part.
