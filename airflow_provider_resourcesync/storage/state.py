@@ -213,7 +213,12 @@ class MirrorState(ClosedOnExit):
         if self._lookups > max(_LOOKUPS, shard_count(index.snapshot_records)):
             self._materialize()
             return self._store.get(uri)
-        return index.lookup([uri])[uri]
+        try:
+            return index.lookup([uri])[uri]
+        except DocumentError:  # a shard cannot be read: read everything, rebuild at the save
+            self._compact = True
+            self._materialize()
+            return self._store.get(uri)
 
     def _materialize(self) -> None:
         """Every record into the store, beneath what this run recorded: the Resource List and
@@ -300,7 +305,10 @@ class MirrorState(ClosedOnExit):
             end = max(now, start, as_datetime(last) or start)
             self._journal.write_index([*listed, *self._journal.write_list(
                 changelist, start, end, self._store.changes())])
-            index.apply(self._changed(), stamp_at(now))
+            try:
+                index.apply(self._changed(), stamp_at(now))
+            except DocumentError:  # a shard cannot be read: the index is rebuilt below
+                self._compact = True
         elif unindexed:
             self._journal.write_index(listed)
         self._changelist = changelist
@@ -371,18 +379,22 @@ class MirrorState(ClosedOnExit):
         self._index = self._open_index()
 
     def _open_index(self) -> ShardIndex:
-        """The lookup index, brought up to date with the journal: the Change Lists listed after
-        its stamp folded in, each stamped with its own name, so a save killed after its Change
-        List finds its changes recorded. A mirror with none yet (written before there was one),
-        or whose index cannot be read, gets one built from its Resource List first."""
+        """The lookup index, brought up to date with the journal (:meth:`_replayed`). It is
+        derived from the documents: one that cannot be read is built again from them."""
         prefix = self._key(INDEX)
         try:
-            index = ShardIndex.open(self.destination, prefix)
-        except DocumentError:
-            index = ShardIndex(self.destination, prefix, None)
+            return self._replayed(ShardIndex.open(self.destination, prefix))
+        except DocumentError:  # a fault in the documents themselves is raised again below
+            return self._replayed(ShardIndex(self.destination, prefix, None))
+
+    def _replayed(self, index: ShardIndex) -> ShardIndex:
+        """``index`` with the Change Lists listed after its stamp folded in, each stamped with
+        its own name, so a save killed after its Change List Index finds its changes recorded.
+        A mirror with none yet (written before there was one) gets one built from its Resource
+        List first."""
         if index.stamp is None and self._snapshot.exists():
-            index = ShardIndex.build(self.destination, prefix, self._snapshot.records(),
-                                     self._snapshot_stamp())
+            index = ShardIndex.build(self.destination, self._key(INDEX),
+                                     self._snapshot.records(), self._snapshot_stamp())
         for stamp, keys in self._journal.since(index.stamp):
             index.apply(((uri, held) for uri, held, _ in self._journal.changes(keys)), stamp)
         return index
