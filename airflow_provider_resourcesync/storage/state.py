@@ -15,12 +15,14 @@ At the destination, :class:`MirrorState` keeps
   List first for a mirror that has none), folded into on every save, rebuilt with the Resource
   List.
 
-During a run the records live in a scratch SQLite database (:mod:`.source.records`).
+During a run, what the run changed (or, for a run that reads every record, every record) lives
+in a scratch SQLite database (:mod:`.source.records`).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -48,7 +50,7 @@ from .source.documents import (
 from .source.held import Held
 from .source.journal import Journal, stamp_at
 from .source.records import ObjectRecord, RecordStore, as_datetime, micros, record_of
-from .source.shards import ShardIndex
+from .source.shards import ShardIndex, shard_count
 from .source.snapshot import Snapshot
 
 __all__ = [
@@ -70,10 +72,22 @@ __all__ = [
 #: Where a Destination looks for a Source's Source Description first (6.3.2, RFC 5785): the
 #: mirror keeps a copy of its own there when it is served at the root of a host.
 WELL_KNOWN = ".well-known/resourcesync"
+#: Compaction: the Resource List is rewritten once the records changed since it pass this share
+#: of it (docs/design.md, "The Source writer": 10 record writes per change, amortized, and a
+#: replay at most 10% longer than the snapshot for a Destination baselining from the mirror).
+_COMPACT_AT = 0.1
+#: Lookups of a run before it may read the whole collection instead (at least).
+_LOOKUPS = 1_000
 
 
 class MirrorState(ClosedOnExit):
-    """What the mirror holds, indexed in a scratch SQLite database for one run.
+    """What the mirror holds, for one run.
+
+    A run that asks about a few URIs (an incremental run) reads what it asks for from the
+    lookup index and keeps only what it changes in a scratch SQLite database; a run that reads
+    every record (:meth:`records`, :meth:`mark_seen`, :meth:`unseen`, :meth:`uris_not_in`,
+    ``len()``, or lookups of about as many shards as the index holds) reads the Resource List
+    and the Change Lists after it into that database, once.
 
     Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
 
@@ -104,13 +118,17 @@ class MirrorState(ClosedOnExit):
         self._saved_at: datetime | None = None
         self._changelist: str | None = None
         self._index: ShardIndex | None = None
+        self._full = True  # every record is in the store: nothing saved yet, or all read
+        self._compact = False  # the Resource List must be rewritten at the next save
+        self._lookups = 0
+        self._lazy = threading.RLock()  # lookups and reading everything, one thread at a time
 
     @classmethod
     def load(cls, destination: Destination, *, public_base_url: str | None = None,
              location: str = RESERVED_PREFIX,
              clock: Callable[[], datetime] | None = None) -> MirrorState:
-        """The state recorded at ``destination`` under ``location`` (empty if none), streamed
-        into SQLite.
+        """The state recorded at ``destination`` under ``location`` (empty if none): its
+        checkpoint, and its lookup index brought up to date.
 
         :raises DocumentError: if a stored document cannot be read or was not written by us.
         :raises DestinationError: if the destination cannot be read.
@@ -126,22 +144,42 @@ class MirrorState(ClosedOnExit):
     # -- records ---------------------------------------------------------------------------------
 
     def get(self, uri: str) -> ObjectRecord | None:
-        return self._store.get(uri)
+        if self._full:
+            return self._store.get(uri)
+        with self._lazy:
+            known, record = self._store.find(uri)
+            return record if known or self._full else self._lookup(uri)
 
     def put(self, record: ObjectRecord) -> None:
         """Record an object (replacing what was recorded for its URI), now by the mirror's
         clock if it changed. Records are written in batches; every read sees them all."""
-        self._store.put(record, micros(self._clock(), "the clock's time"))
+        now = micros(self._clock(), "the clock's time")
+        if not self._full:
+            with self._lazy:
+                known, held = self._store.find(record.uri)
+                if not (known or self._full):
+                    held = self._lookup(record.uri)
+                    if not self._full:  # the store records what this run changes only
+                        if held != record:
+                            self._store.put(record, now, fresh=held is None)
+                        return
+        self._store.put(record, now)
 
     def remove(self, uri: str) -> None:
         """Forget the object of ``uri`` (its key is kept for this run's Change List)."""
-        self._store.remove(uri, micros(self._clock(), "the clock's time"))
+        now = micros(self._clock(), "the clock's time")
+        held = self.get(uri)
+        if held is not None:
+            self._store.remove(uri, held.key, now)
 
     def __len__(self) -> int:
+        self._materialize()
         return len(self._store)
 
     def records(self) -> Iterator[ObjectRecord]:
-        """Every record, ordered by URI, streamed."""
+        """Every record, ordered by URI, streamed (read from the Resource List and the Change
+        Lists after it, once per run)."""
+        self._materialize()
         return (record_of(row) for row in self._store.rows())
 
     # -- what the Source no longer lists ---------------------------------------------------------
@@ -149,16 +187,56 @@ class MirrorState(ClosedOnExit):
     def mark_seen(self, uri: str) -> None:
         """Note that the Source still lists ``uri`` (nothing if the mirror does not hold it).
         Marks are written in batches; :meth:`unseen` sees every one made before it."""
+        self._materialize()
         self._store.mark_seen(uri)
 
     def unseen(self) -> Iterator[str]:
         """The URIs held and not marked seen since the state was loaded, ordered, streamed."""
+        self._materialize()
         return self._store.unseen()
 
     def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
         """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
         in bounded memory), then the rest is streamed. Marks from before are cleared."""
+        self._materialize()
         return self._store.uris_not_in(seen)
+
+    # -- what the mirror held before this run ----------------------------------------------------
+
+    def _lookup(self, uri: str) -> ObjectRecord | None:
+        """What the lookup index holds for ``uri`` (under the lazy lock). Once the lookups of
+        this run have read about as many shards as the index holds, the whole collection is
+        read instead (:meth:`_materialize`), once: a baseline asks about every URI."""
+        index = self._index
+        assert index is not None
+        self._lookups += 1
+        if self._lookups > max(_LOOKUPS, shard_count(index.snapshot_records)):
+            self._materialize()
+            return self._store.get(uri)
+        try:
+            return index.lookup([uri])[uri]
+        except DocumentError:  # a shard cannot be read: read everything, rebuild at the save
+            self._compact = True
+            self._materialize()
+            return self._store.get(uri)
+
+    def _materialize(self) -> None:
+        """Every record into the store, beneath what this run recorded: the Resource List and
+        the Change Lists after it (a run that reads everything anyway, or a compaction)."""
+        if self._full:
+            return
+        with self._lazy:
+            if self._full:
+                return
+            changes = ((uri, _stored_row(held, stored))
+                       for stamp, keys in self._journal.since(self._snapshot_stamp())
+                       for uri, held, stored in self._journal.changes(keys))
+            self._store.fill(self._snapshot.rows(), changes)
+            self._full = True
+
+    def _snapshot_stamp(self) -> str:
+        at = self._snapshot.at()
+        return stamp_at(at) if at is not None else ""
 
     # -- checkpoint ------------------------------------------------------------------------------
 
@@ -183,14 +261,19 @@ class MirrorState(ClosedOnExit):
         Dating the Resource List by the mirror's clock, not the Source's, is what lets a
         Destination of the mirror go from its ``at`` to the first Change List with no gap.
 
+        The Resource List is rewritten only at a compaction: when the records changed since it
+        pass a tenth of it (:data:`_COMPACT_AT`), when this run read every record anyway (a
+        baseline, an audit), when the public URL changed, or when no Change List holds this
+        run's changes (no ``checkpoint.json`` to go on from); otherwise it stays as it was, and
+        it and the Change Lists after its ``at`` are the collection now.
+
         The order of the writes is what makes a save killed between any two of them lose no
         change, for the mirror or for a Destination of it: the journal first (the Change List,
-        then the index that lists it), then the Resource List, the Capability List and Source
-        Description that point at them, and ``checkpoint.json`` last. Killed before the
-        Resource List, the next run loads the Resource List from before, finds the same changes
-        again and lists them again (a Destination applies them twice, which is harmless);
-        killed after it, they are in the journal already. Either way nothing points at a
-        document not yet written.
+        then the index that lists it), then the lookup index (its manifest last), then at a
+        compaction the Resource List and a new lookup index, then the Capability List and
+        Source Description that point at them, and ``checkpoint.json`` last. Killed after the
+        Change List, the next run replays it into the lookup index on load and finds its
+        changes recorded: it lists nothing twice. Nothing points at a document not yet written.
 
         :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
             incomplete first run).
@@ -202,11 +285,13 @@ class MirrorState(ClosedOnExit):
         last = self._store.last_change()
         # the first save writes no Change List: its Resource List is where Destinations start
         journal = self._saved_at is not None and last is not None
-        listed = self._journal.listed() if journal else []
+        listed = self._journal.listed() if journal or self._changelist is None else []
+        # a save killed before the index of the first list: that list was replayed on load
+        unindexed = not journal and bool(listed) and not self._journal.index_exists()
         changelist = self._changelist
         if journal:
             changelist = self._journal.list_key(now)
-        elif changelist is None and self._journal.index_exists():
+        elif changelist is None and (unindexed or self._journal.index_exists()):
             changelist = self._key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
         record = SavedRecord(now, changelist, checkpoint, self._documents.base).to_bytes()
         index = self._index = self._index or self._open_index()
@@ -220,10 +305,20 @@ class MirrorState(ClosedOnExit):
             end = max(now, start, as_datetime(last) or start)
             self._journal.write_index([*listed, *self._journal.write_list(
                 changelist, start, end, self._store.changes())])
-            index.apply(self._changed(), stamp_at(now))
+            try:
+                index.apply(self._changed(), stamp_at(now))
+            except DocumentError:  # a shard cannot be read: the index is rebuilt below
+                self._compact = True
+        elif unindexed:
+            self._journal.write_index(listed)
         self._changelist = changelist
-        self._snapshot.write(now, self._store.rows())
-        index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
+        # changes no Change List holds (no checkpoint.json to go on from) go in the snapshot
+        if self._compact or self._full or (last is not None and not journal) or (
+                index.delta_records > _COMPACT_AT * index.snapshot_records):
+            self._materialize()
+            self._snapshot.write(now, self._store.rows())
+            index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
+            self._compact = False
         documents = self._documents
         documents.write(self._key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -243,7 +338,9 @@ class MirrorState(ClosedOnExit):
 
     @public_base_url.setter
     def public_base_url(self, url: str) -> None:
-        self._documents.base = base_url(url)
+        base = base_url(url)
+        self._compact = self._compact or base != self._documents.base
+        self._documents.base = base
 
     def url(self, key: str) -> str:
         """Where the object at ``key`` is published: under ``public_base_url`` if given, else
@@ -276,26 +373,30 @@ class MirrorState(ClosedOnExit):
             self._checkpoint = saved.checkpoint
             if self._documents.base is None:
                 self._documents.base = saved.public_url
-        if self._snapshot.exists():
-            self._store.insert(self._snapshot.rows())
+            # the Resource List's locs are under the base it was written with
+            self._compact = self._documents.base != saved.public_url
+        self._full = not self._snapshot.exists()
         self._index = self._open_index()
 
     def _open_index(self) -> ShardIndex:
-        """The lookup index, brought up to date with the journal: the Change Lists listed after
-        its stamp folded in, each stamped with its own name, so a save killed after its Change
-        List finds its changes recorded. A mirror with none yet (written before there was one),
-        or whose index cannot be read, gets one built from its Resource List first."""
+        """The lookup index, brought up to date with the journal (:meth:`_replayed`). It is
+        derived from the documents: one that cannot be read is built again from them."""
         prefix = self._key(INDEX)
         try:
-            index = ShardIndex.open(self.destination, prefix)
-        except DocumentError:
-            index = ShardIndex(self.destination, prefix, None)
+            return self._replayed(ShardIndex.open(self.destination, prefix))
+        except DocumentError:  # a fault in the documents themselves is raised again below
+            return self._replayed(ShardIndex(self.destination, prefix, None))
+
+    def _replayed(self, index: ShardIndex) -> ShardIndex:
+        """``index`` with the Change Lists listed after its stamp folded in, each stamped with
+        its own name, so a save killed after its Change List Index finds its changes recorded.
+        A mirror with none yet (written before there was one) gets one built from its Resource
+        List first."""
         if index.stamp is None and self._snapshot.exists():
-            at = self._snapshot.at()
-            index = ShardIndex.build(self.destination, prefix, self._snapshot.records(),
-                                     stamp_at(at) if at is not None else "")
+            index = ShardIndex.build(self.destination, self._key(INDEX),
+                                     self._snapshot.records(), self._snapshot_stamp())
         for stamp, keys in self._journal.since(index.stamp):
-            index.apply(self._journal.changes(keys), stamp)
+            index.apply(((uri, held) for uri, held, _ in self._journal.changes(keys)), stamp)
         return index
 
     def _changed(self) -> Iterator[tuple[str, Held | None]]:
@@ -348,6 +449,14 @@ def publish_well_known(destination: Destination) -> bool:
 def _shortened(text: str, limit: int = 100) -> str:
     """``text`` quoted, cut to its first ``limit`` characters if longer (its length said)."""
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def _stored_row(held: Held | None, stored: datetime | None) -> tuple[Any, ...] | None:
+    """The store's row of ``held``, whose copy changed at ``stored``; None for a removal."""
+    if held is None:
+        return None
+    return (held.uri, held.key, held.length, str(held.hashes), micros(held.lastmod), held.type,
+            micros(stored))
 
 
 def _now() -> datetime:

@@ -88,10 +88,10 @@ class Journal:
                 lists.setdefault(listed, []).append(self._change_key(entry.loc))
         return iter(lists.items())
 
-    def changes(self, keys: Iterable[str]) -> Iterator[tuple[str, Held | None]]:
-        """The changes the lists at ``keys`` make, in order: each URI (in its normal form) and
-        its record, None for a deletion. An origin with no normal form (credentials in it) is
-        never mapped now, and passed over.
+    def changes(self, keys: Iterable[str]) -> Iterator[tuple[str, Held | None, datetime | None]]:
+        """The changes the lists at ``keys`` make, in order: each URI (in its normal form), its
+        record (None for a deletion) and when the mirror's copy changed. An origin with no
+        normal form (credentials in it) is never mapped now, and passed over.
 
         :raises DocumentError: a list cannot be read or was not written by the mirror.
         """
@@ -102,7 +102,8 @@ class Journal:
                     if change is not None:
                         yield change
 
-    def _change(self, entry: Entry, url: str) -> tuple[str, Held | None] | None:
+    def _change(self, entry: Entry, url: str
+                ) -> tuple[str, Held | None, datetime | None] | None:
         md, via = entry.md, entry.links_for("via")
         if md is None or md.change is None or not via or (
                 md.change != Change.DELETED and md.length is None):
@@ -114,10 +115,10 @@ class Journal:
         except UnsafeContentError:
             return None
         if md.change == Change.DELETED:
-            return uri, None
+            return uri, None, None
         assert md.length is not None
         return uri, Held(uri, self._documents.key_of(entry, url), md.length,
-                         Hashes.parse(str(md.hash or "")), via[0].modified, md.type)
+                         Hashes.parse(str(md.hash or "")), via[0].modified, md.type), entry.lastmod
 
     def _change_key(self, url: str) -> str:
         """The key of a Change List the index lists, by its name (the base URL may have

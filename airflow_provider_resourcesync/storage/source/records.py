@@ -45,6 +45,10 @@ CREATE TABLE records (
 CREATE INDEX records_changed ON records (changed, uri) WHERE changed IS NOT NULL;
 CREATE TABLE removed (uri TEXT PRIMARY KEY, key TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
 CREATE INDEX removed_at ON removed (at, uri);
+CREATE TABLE base (
+    uri TEXT PRIMARY KEY, key TEXT NOT NULL, length INTEGER NOT NULL, hash TEXT NOT NULL,
+    lastmod INTEGER, type TEXT, stored INTEGER
+) WITHOUT ROWID;
 """
 #: The columns of a stored row: the record's, then ``stored``.
 COLUMNS = "uri, key, length, hash, lastmod, type, stored"
@@ -52,7 +56,7 @@ _SAME = """(key, length, hash, lastmod, type)
     IS (excluded.key, excluded.length, excluded.hash, excluded.lastmod, excluded.type)"""
 _PUT = f"""
 INSERT INTO records (uri, key, length, hash, lastmod, type, changed, fresh)
-VALUES (?, ?, ?, ?, ?, ?, ?, 1)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (uri) DO UPDATE SET
     stored = CASE WHEN {_SAME} THEN stored END,
     changed = CASE WHEN {_SAME} THEN changed ELSE excluded.changed END,
@@ -94,10 +98,11 @@ def record_of(row: Sequence[Any]) -> ObjectRecord:
     return ObjectRecord(uri, key, length, Hashes.parse(hash_), as_datetime(lastmod), type_)
 
 
-def _row(record: ObjectRecord, changed: int | None) -> tuple[Any, ...]:
-    """The row :data:`_PUT` writes: the record, and when the mirror's clock saw it put."""
+def _row(record: ObjectRecord, changed: int | None, fresh: bool) -> tuple[Any, ...]:
+    """The row :data:`_PUT` writes: the record, when the mirror's clock saw it put, and
+    whether it is new to the mirror (if it is not recorded yet)."""
     return (record.uri, record.key, record.length, str(record.hashes),
-            micros(record.lastmod), record.type, changed)
+            micros(record.lastmod), record.type, changed, int(fresh))
 
 
 def _batches(items: Iterable[Any]) -> Iterator[list[Any]]:
@@ -128,27 +133,36 @@ class RecordStore:
     # -- records ---------------------------------------------------------------------------------
 
     def get(self, uri: str) -> ObjectRecord | None:
+        return self.find(uri)[1]
+
+    def find(self, uri: str) -> tuple[bool, ObjectRecord | None]:
+        """Whether the store knows ``uri`` (recorded, or removed in this run), and its record
+        (None if removed or unknown)."""
         with self._lock:
             row = self._puts.get(uri) or self._db.execute(
                 f"SELECT {COLUMNS} FROM records WHERE uri = ?", (uri,)).fetchone()
-        return record_of(row) if row is not None else None
+            if row is not None:
+                return True, record_of(row)
+            removed = self._removals and self._db.execute(
+                "SELECT 1 FROM removed WHERE uri = ?", (uri,)).fetchone()
+        return bool(removed), None
 
-    def put(self, record: ObjectRecord, now: int | None) -> None:
+    def put(self, record: ObjectRecord, now: int | None, *, fresh: bool = True) -> None:
         """Record an object (replacing what was recorded for its URI), changed at ``now`` if it
-        changed. Records are written in batches of :data:`_PUT_BATCH`; every read sees them
-        all."""
-        row = _row(record, now)
+        changed; ``fresh``: new to the mirror, if the store does not record it yet. Records are
+        written in batches of :data:`_PUT_BATCH`; every read sees them all."""
+        row = _row(record, now, fresh)
         with self._lock:
             self._puts[record.uri] = row
             if len(self._puts) >= _PUT_BATCH:
                 self._write_puts()
 
-    def remove(self, uri: str, now: int | None) -> None:
-        """Forget the object of ``uri``, removed at ``now`` (its key is kept for the save)."""
+    def remove(self, uri: str, key: str, now: int | None) -> None:
+        """Forget the object of ``uri``, held under ``key``, removed at ``now`` (its key is kept
+        for the save)."""
         with self._transaction():
             self._removals += 1
-            self._db.execute("INSERT OR REPLACE INTO removed SELECT uri, key, ? FROM records "
-                             "WHERE uri = ?", (now, uri))
+            self._db.execute("INSERT OR REPLACE INTO removed VALUES (?, ?, ?)", (uri, key, now))
             self._db.execute("DELETE FROM records WHERE uri = ?", (uri,))
 
     def __len__(self) -> int:
@@ -167,6 +181,29 @@ class RecordStore:
                 self._db.executemany(
                     f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     batch)
+
+    def fill(self, rows: Iterable[tuple[Any, ...] | None],
+             changes: Iterable[tuple[str, tuple[Any, ...] | None]]) -> None:
+        """Record what the mirror held before this run, beneath what this run recorded and
+        removed: stored ``rows`` (Nones passed over), then ``changes`` to them in order (a URI
+        and its new row, None for a removal)."""
+        for batch in _batches(filter(None, rows)):
+            with self._transaction():
+                self._db.executemany(
+                    f"INSERT OR REPLACE INTO base ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", batch)
+        for batch in _batches(changes):
+            with self._transaction():
+                for uri, row in batch:
+                    if row is None:
+                        self._db.execute("DELETE FROM base WHERE uri = ?", (uri,))
+                    else:
+                        self._db.execute(f"INSERT OR REPLACE INTO base ({COLUMNS}) "
+                                         "VALUES (?, ?, ?, ?, ?, ?, ?)", row)
+        with self._transaction():
+            self._db.execute(
+                f"INSERT OR IGNORE INTO records ({COLUMNS}) SELECT {COLUMNS} FROM base "
+                "WHERE uri NOT IN (SELECT uri FROM removed)")
+            self._db.execute("DELETE FROM base")
 
     # -- what the Source no longer lists ---------------------------------------------------------
 

@@ -115,3 +115,23 @@ def test_a_save_stopped_after_its_change_list_is_replayed_on_load(
     index = ShardIndex.open(destination, INDEX)
     assert index.lookup(held) == held
     assert index.stamp == stamps(destination)[-1] and len(stamps(destination)) == 2
+
+
+@pytest.mark.parametrize("broken", ["manifest.json", "snapshot-"])
+def test_an_unreadable_lookup_index_is_built_again_from_the_documents(
+        destination: Destination, broken: str) -> None:
+    """The index is derived: a manifest or shard that cannot be read (a torn copy, a bad disk)
+    costs a run that reads the documents whole, not a failed run."""
+    clock = Clock(T0)
+    held = runs(destination, clock)
+    (key,) = [key for key in destination.keys(INDEX) if key[len(INDEX):].startswith(broken)]
+    destination.write_bytes(key, b"not the index", "application/octet-stream")
+    clock.now += timedelta(hours=1)
+    with MirrorState.load(destination, clock=clock) as state:
+        assert state.get(item(5).uri) == item(5)
+        state.put(item(5, 3))
+        state.save(checkpoint={})
+    held[item(5).uri] = item(5, 3)
+    assert ShardIndex.open(destination, INDEX).lookup(held) == held
+    with MirrorState.load(destination) as state:
+        assert {uri: state.get(uri) for uri in held} == held
