@@ -72,12 +72,15 @@ def mirror_of(destination: Destination, size: int) -> None:
         state.save(checkpoint={})
 
 
-def run(destination: Destination, changes: range, version: int, hour: int) -> None:
-    """An incremental run: ``changes`` updated to ``version`` (every third removed instead)."""
-    clock = iter(T0 + timedelta(hours=hour, microseconds=n) for n in range(10_000))
+def run(destination: Destination, changes: range, version: int, hour: int, *,
+        later: int = 0) -> None:
+    """An incremental run: ``changes`` updated to ``version`` (every third removed instead),
+    at ``hour`` (and ``later`` minutes: the same run made again)."""
+    clock = iter(T0 + timedelta(hours=hour, minutes=later, microseconds=n)
+                 for n in range(10_000))
     with MirrorState.load(destination, clock=lambda: next(clock)) as state:
         for n in changes:
-            assert state.get(item(n).uri) is not None
+            assert later or state.get(item(n).uri) is not None  # gone if made already
             if n % 3:
                 state.put(item(n, version))
             else:
