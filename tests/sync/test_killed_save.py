@@ -34,15 +34,15 @@ RESOURCES = {f"r{n}.txt": f"resource {n}\n".encode() for n in range(1, 7)}
 #: documents (its save). argv: capability list, destination (a directory, or s3://bucket/prefix/
 #: with the endpoint in argv[5]), checkpoint JSON, n.
 _KILLED_RUN = """
-import json, os, signal, sys
+import json, sys
 import boto3
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.incremental import run_incremental
+from tests.storage.source.records import kill_before_write
 
 capability_list, where, checkpoint, kill_at = sys.argv[1:5]
 if where.startswith("s3://"):
@@ -52,26 +52,7 @@ if where.startswith("s3://"):
     destination = S3Destination(s3, bucket, prefix)
 else:
     destination = LocalDestination(where)
-writes = 0
-
-def step(key):
-    global writes
-    if key.startswith(RESERVED_PREFIX):
-        writes += 1
-        if writes == int(kill_at):
-            print(key, flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
-real_stage, real_write = destination.stage, destination.write_bytes
-
-def stage(key):
-    staged = real_stage(key)
-    commit = staged.commit
-    staged.commit = lambda info: (step(key), commit(info))
-    return staged
-
-destination.stage = stage
-destination.write_bytes = lambda key, data, kind: (step(key), real_write(key, data, kind))
+kill_before_write(destination, int(kill_at))
 policy = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
 with ResourceSyncClient(policy, source_urls=[capability_list]) as client:
     run_incremental(client, destination, capability_list_url=capability_list,

@@ -1,9 +1,12 @@
 """Records and changes for the shard index tests (also imported by the child processes that are
-killed mid-write), and a destination that counts what the index asks of it."""
+killed mid-write), a destination that counts what the index asks of it, and one that kills its
+process before a write of the mirror's documents."""
 
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -11,6 +14,7 @@ from typing import BinaryIO
 
 from airflow_provider_resourcesync.protocol.hashes import Hashes, HashValue
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, Staged
+from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.source import Held
 
 PREFIX = ".resourcesync/index/"
@@ -95,3 +99,33 @@ class Counting(Destination):
 
     def object_url(self, key: str) -> str:
         return self.inner.object_url(key)
+
+
+def kill_before_write(destination: Destination, kill_at: int) -> None:
+    """Make ``destination`` kill its process (SIGKILL) just before its ``kill_at``-th write
+    under the mirror's folder (a staged document's commit or a whole write), after printing
+    the key it was about to write."""
+    writes = 0
+
+    def step(key: str) -> None:
+        nonlocal writes
+        if key.startswith(RESERVED_PREFIX):
+            writes += 1
+            if writes == kill_at:
+                print(key, flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    real_stage, real_write = destination.stage, destination.write_bytes
+
+    def stage(key: str) -> Staged:
+        staged = real_stage(key)
+        commit = staged.commit
+        staged.commit = lambda info: (step(key), commit(info))  # type: ignore[method-assign]
+        return staged
+
+    def write_bytes(key: str, data: bytes, kind: str) -> None:
+        step(key)
+        real_write(key, data, kind)
+
+    destination.stage = stage  # type: ignore[method-assign]
+    destination.write_bytes = write_bytes  # type: ignore[method-assign]

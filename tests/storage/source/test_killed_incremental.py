@@ -26,34 +26,14 @@ ROOT = Path(__file__).parents[3]
 #: Makes run argv[3] of the mirror at argv[1], killing itself just before its argv[2]-th write
 #: under the mirror's folder.
 _KILLED = """
-import os, signal, sys
-from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
+import sys
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from tests.storage.source.records import kill_before_write
 from tests.storage.source.test_run_costs import run
 
 destination = LocalDestination(sys.argv[1])
-kill_at, hour = int(sys.argv[2]), int(sys.argv[3])
-writes = 0
-
-def step(key):
-    global writes
-    if key.startswith(RESERVED_PREFIX):
-        writes += 1
-        if writes == kill_at:
-            print(key, flush=True)
-            os.kill(os.getpid(), signal.SIGKILL)
-
-real_stage, real_write = destination.stage, destination.write_bytes
-
-def stage(key):
-    staged = real_stage(key)
-    commit = staged.commit
-    staged.commit = lambda info: (step(key), commit(info))
-    return staged
-
-destination.stage = stage
-destination.write_bytes = lambda key, data, kind: (step(key), real_write(key, data, kind))
-run(destination, range(10, 20), hour, hour)
+kill_before_write(destination, int(sys.argv[2]))
+run(destination, range(10, 20), int(sys.argv[3]), int(sys.argv[3]))
 """
 
 
