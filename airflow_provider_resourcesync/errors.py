@@ -1,4 +1,5 @@
-"""The provider's errors: one hierarchy, rooted in :class:`ResourceSyncError`.
+"""The provider's errors: one hierarchy, rooted in :class:`ResourceSyncError`; and :func:`shown`,
+how a URL or key is quoted in their messages.
 
 Every layer raises these and nothing else, so a DAG author can catch one base class, and every
 message says which document, URL or rule is at fault.
@@ -141,8 +142,8 @@ class SyncIncompleteError(ResourceSyncError):
         self.lasting = lasting
         self.fixes = fixes
         self.rerun_helps = not lasting
-        shown = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
-        super().__init__(f"{message}: {failed} failed (e.g. {shown})")
+        examples = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
+        super().__init__(f"{message}: {failed} failed (e.g. {examples})")
 
 
 class ChangeGapError(ResourceSyncError):
@@ -151,3 +152,15 @@ class ChangeGapError(ResourceSyncError):
     baselined again; the message names the checkpoint and the first change still offered."""
 
     rerun_helps = False
+
+
+#: Characters of a URL or key quoted whole in a message; a longer one is cut to this many.
+SHOWN = 100
+
+
+def shown(text: str) -> str:
+    """``text`` for an error message: whole up to :data:`SHOWN` characters, else its first
+    ones, ``...`` and its length (a hostile Source's URL or key can be kilobytes long)."""
+    if len(text) <= SHOWN:
+        return text
+    return f"{text[:SHOWN]}... ({len(text)} characters)"

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..errors import ChangeGapError
+from ..errors import ChangeGapError, shown
 from .datetimes import format_datetime
 from .position import ChangeListRef, ChangePosition, lists_to_read
 
@@ -29,7 +29,6 @@ __all__ = ["check_no_gap", "first_after_gap"]
 _log = logging.getLogger(__name__)
 
 #: How much of a long URL a message quotes.
-_SHOWN = 100
 
 
 def first_after_gap(lists: Sequence[ChangeListRef], position: ChangePosition
@@ -64,8 +63,8 @@ def check_no_gap(url: str, lists: Sequence[ChangeListRef], position: ChangePosit
         return
     raise ChangeGapError(
         f"The Source no longer offers every change after the checkpoint: {_stands(position)}, "
-        f"and the first change the Change List {_shown(url)} still offers is in "
-        f"{_shown(first.url)}, from {_time(first.from_)}. The changes in between cannot be "
+        f"and the first change the Change List {shown(url)} still offers is in "
+        f"{shown(first.url)}, from {_time(first.from_)}. The changes in between cannot be "
         "read, and a re-run meets the same gap: run a baseline into the mirror (or give "
         "on_gap='baseline' to the incremental operator), then go on from its checkpoint")
 
@@ -73,7 +72,7 @@ def check_no_gap(url: str, lists: Sequence[ChangeListRef], position: ChangePosit
 def _stands(position: ChangePosition) -> str:
     if position.list_url is None:
         return f"the checkpoint is a snapshot at {_time(position.time)} (a baseline's)"
-    where = (f"the checkpoint stands {position.consumed} entries into {_shown(position.list_url)}"
+    where = (f"the checkpoint stands {position.consumed} entries into {shown(position.list_url)}"
              f" (from {_time(position.list_from)}, last change at {_time(position.time)})")
     if position.read_whole:
         return f"{where}, read to its end at {_time(position.list_until)}, a list no longer offered"
@@ -82,8 +81,3 @@ def _stands(position: ChangePosition) -> str:
 
 def _time(value: datetime | None) -> str:
     return format_datetime(value) if value is not None else "no time"
-
-
-def _shown(url: str) -> str:
-    """``url``, cut to its first characters if very long (its length said)."""
-    return url if len(url) <= _SHOWN else f"{url[:_SHOWN]}... ({len(url)} characters)"

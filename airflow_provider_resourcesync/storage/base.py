@@ -13,21 +13,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import BinaryIO
 
+from ..errors import SHOWN
 from ..protocol.closing import ClosedOnExit
 from ..protocol.hashes import Hashes
 
 __all__ = ["Destination", "ObjectInfo", "Staged", "shown_key"]
 
-#: Characters of a key quoted whole in a message; a longer one is cut to this many.
-_SHOWN = 100
-
-
 def shown_key(key: str) -> str:
-    """``key`` quoted for an error message: whole up to 100 characters, else its first 100,
-    ``...`` and its length (a hostile Source's key can be kilobytes long)."""
-    if len(key) <= _SHOWN:
-        return repr(key)
-    return f"{key[:_SHOWN]!r}... ({len(key)} characters)"
+    """``key`` quoted for an error message, cut if very long (:func:`~..errors.shown`)."""
+    return repr(key) if len(key) <= SHOWN else f"{key[:SHOWN]!r}... ({len(key)} characters)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 
-from ..errors import ConfigurationError, UnsafeContentError
+from ..errors import ConfigurationError, UnsafeContentError, shown
 
 __all__ = ["RESERVED_PREFIX", "KeyMapper", "normalized", "shown"]
 
@@ -39,14 +39,6 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"(?:[A-Za-z0-9\-._~%!$&'()*+,;=\x80-\U0010ffff]+|\[[0-9A-Fa-f:.]+\])")
 _URI_RULE = "resource URIs are absolute http(s) URIs with a well-formed host"
 _CREDENTIALS_RULE = "no credentials in resource URIs"
-_SHOWN = 100
-
-
-def shown(text: str) -> str:
-    """``text`` for a message: cut after its first 100 characters, saying its length."""
-    if len(text) <= _SHOWN:
-        return text
-    return f"{text[:_SHOWN]}... ({len(text)} characters)"
 
 
 def normalized(uri: str) -> str:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import ConfigurationError, DocumentError, InvalidValueError
+from ..errors import ConfigurationError, DocumentError, InvalidValueError, shown
 from ..protocol.closing import ClosedOnExit
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Head, Link, Metadata
@@ -438,17 +438,12 @@ def publish_well_known(destination: Destination) -> bool:
     held = destination.info(WELL_KNOWN)  # the mirror's own documents carry no description
     if held is not None:
         raise ConfigurationError(
-            f"{destination.object_url(WELL_KNOWN)} holds the resource {_shortened(held.uri)}, "
+            f"{destination.object_url(WELL_KNOWN)} holds the resource {shown(held.uri)!r}, "
             "not a Source "
             "Description: map that resource to another key prefix and baseline again, or "
             "leave well_known off")
     destination.write_bytes(WELL_KNOWN, description, XML)
     return True
-
-
-def _shortened(text: str, limit: int = 100) -> str:
-    """``text`` quoted, cut to its first ``limit`` characters if longer (its length said)."""
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _stored_row(held: Held | None, stored: datetime | None) -> tuple[Any, ...] | None:

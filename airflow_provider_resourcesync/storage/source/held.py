@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...errors import InvalidValueError
+from ...errors import InvalidValueError, shown
 from ...protocol.datetimes import format_datetime, parse_datetime
 from ...protocol.hashes import Hashes
 from ..base import ObjectInfo
@@ -63,11 +63,11 @@ def held_from_row(row: Any) -> tuple[str, Held | None]:
     if isinstance(row, list) and len(row) == 1 and isinstance(row[0], str):
         return row[0], None
     if not (isinstance(row, list) and len(row) == 6):
-        raise InvalidValueError(f"a record is not a row of 1 or 6 fields: {str(row)[:100]}")
+        raise InvalidValueError(f"a record is not a row of 1 or 6 fields: {shown(str(row))}")
     uri, key, length, hashes, lastmod, kind = row
     if not (isinstance(uri, str) and isinstance(key, str) and isinstance(hashes, str)
             and type(length) is int and length >= 0
             and isinstance(lastmod, str | None) and isinstance(kind, str | None)):
-        raise InvalidValueError(f"the record of {str(uri)[:100]} has a field of the wrong type")
+        raise InvalidValueError(f"the record of {shown(str(uri))} has a field of the wrong type")
     return uri, Held(uri, key, length, Hashes.parse(hashes),
                      parse_datetime(lastmod) if lastmod is not None else None, kind)

@@ -56,7 +56,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from ...errors import ConfigurationError, DocumentError, InvalidValueError
+from ...errors import ConfigurationError, DocumentError, InvalidValueError, shown
 from ..base import Destination
 from ..scratch import scratch_database
 from .held import Held, held_from_row, row_of
@@ -319,8 +319,8 @@ class ShardIndex:
             grouped: dict[int, dict[str, list[Any]]] = {}
             for uri, record in batch:
                 if record is not None and record.uri != uri:
-                    raise InvalidValueError(f"the record of {record.uri[:100]} is given for "
-                                            f"another URI, {uri[:100]}")
+                    raise InvalidValueError(f"the record of {shown(record.uri)} is given for "
+                                            f"another URI, {shown(uri)}")
                 grouped.setdefault(shard_of(uri, manifest.shards), {})[uri] = row_of(uri, record)
             for shard, folded in sorted(grouped.items()):
                 old = self._delta(manifest, shard)
