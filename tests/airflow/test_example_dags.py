@@ -80,16 +80,21 @@ def test_a_resource_that_keeps_failing_fails_the_task_saying_what_next_and_a_rer
     capfd.readouterr()
     failed = run_example("mirror_to_local")
     assert states(failed) == {"baseline": "failed", "audit": "upstream_failed"}
-    out = capfd.readouterr().out
-    first = out.index("Next: re-run this task")
-    assert first < out.index("Task failed with exception")
-    assert source.server.url(broken) in out[first:out.index("\n", first)]
+    assert source.server.url(broken) in first_line(capfd.readouterr().out,
+                                                   "Next: re-run this task")
     source.server.clear_faults()
     source.server.reset_log()
     rerun = run_example("mirror_to_local")
     assert states(rerun) == {"baseline": "success", "audit": "success"}
     assert resource_bodies_sent(source) == [broken]
     assert_mirrors(source, tmp_path / "mirror")
+
+
+def first_line(out: str, starting: str) -> str:
+    """The line of ``out`` that starts with ``starting``, which comes before the task's failure."""
+    first = out.index(starting)
+    assert first < out.index("Task failed with exception")
+    return out[first:out.index("\n", first)]
 
 
 def test_a_resource_refused_for_good_fails_the_task_saying_what_to_change(
@@ -106,9 +111,7 @@ def test_a_resource_refused_for_good_fails_the_task_saying_what_to_change(
     failed = run_example("mirror_to_local")
     assert states(failed) == {"baseline": "failed", "audit": "upstream_failed"}
     out = capfd.readouterr().out
-    first = out.index("Next: change what makes 1 of the failures lasting")
-    assert first < out.index("Task failed with exception")
-    line = out[first:out.index("\n", first)]
+    line = first_line(out, "Next: change what makes 1 of the failures lasting")
     assert "the Source must fix the document or the URIs it lists" in line and secret in line
     assert "Next: re-run" not in out and "re-run the task" not in out
     assert (tmp_path / "mirror" / KeyMapper().key(source.uri("item-01.txt"))).exists()
