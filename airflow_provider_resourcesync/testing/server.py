@@ -320,8 +320,9 @@ class SourceServer:
             self._body_bytes.clear()
 
     def body_bytes_sent(self, path: str) -> int:
-        """Body bytes written to clients for ``path`` (as requested, query included) since
-        the log was reset."""
+        """Body bytes handed to clients for ``path`` (as requested, query included) since
+        the log was reset; each write is counted as it begins, so whatever a client has
+        received is counted."""
         with self._lock:
             return self._body_bytes.get(path, 0)
 
@@ -504,9 +505,9 @@ class _Handler(BaseHTTPRequestHandler):
             source._pause(fault.interval)
             if source._stopped.is_set() or time.monotonic() >= ends:
                 return
-            self.wfile.write(byte)
-            if of_body:
+            if of_body:  # counted first: a client that has the byte finds it counted
                 source._sent(self.path, 1)
+            self.wfile.write(byte)
 
     def _send(self, status: int, headers: Mapping[str, str], body: bytes | None, *,
               length: int | None = None) -> None:
@@ -520,5 +521,5 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body) if length is None else length))
         self.end_headers()
         if body is not None and self.command != "HEAD":
+            self.server.source._sent(self.path, len(body))  # first, as in _drip
             self.wfile.write(body)
-            self.server.source._sent(self.path, len(body))
