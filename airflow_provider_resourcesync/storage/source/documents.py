@@ -10,7 +10,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from ...errors import DocumentError, InvalidValueError
 from ...protocol.hashes import DigestingWriter
-from ...protocol.model import Document, Entry, Head
+from ...protocol.model import Document, Entry, Head, Link
 from ...protocol.reader import DocumentReader
 from ...protocol.split import write_split
 from ...protocol.writer import document_bytes
@@ -67,13 +67,17 @@ def name_of(url: str) -> str:
 
 
 class Documents:
-    """The mirror's documents at ``destination`` under ``location``, published under ``base``
-    (an http(s) URL ending with ``/``; None: the destination's own URLs)."""
+    """The documents at ``destination`` under ``location``, published under ``base`` (an
+    http(s) URL ending with ``/``; None: the destination's own URLs), of a collection whose
+    objects are served under ``resources`` (an http(s) URL ending with ``/``; None: beside the
+    documents, each entry with a ``via`` link to the object's origin, as the mirror's are)."""
 
-    def __init__(self, destination: Destination, location: str, base: str | None) -> None:
+    def __init__(self, destination: Destination, location: str, base: str | None,
+                 resources: str | None = None) -> None:
         self.destination = destination
         self.location = location
         self.base = base
+        self.resources = resources
 
     def key(self, key: str) -> str:
         """A key of the default location (:data:`RESOURCE_LIST`...) moved to this one."""
@@ -85,6 +89,26 @@ class Documents:
         if self.base is not None:
             return self.base + quote(key, safe="/")
         return self.destination.object_url(key)
+
+    def loc(self, uri: str, key: str) -> str:
+        """The ``loc`` of the object at ``key`` whose URI is ``uri``: ``uri`` itself where the
+        objects are served apart from the documents, else the object's URL beside them."""
+        return uri if self.resources is not None else self.url(key)
+
+    def origin(self, entry: Entry, url: str) -> tuple[str, Link | None]:
+        """The URI an entry of ours in the document at ``url`` describes, and the ``via`` link
+        that names it (None where the objects are served apart: the ``loc`` is the URI).
+
+        :raises DocumentError: a mirror's entry has no ``via`` link (not one of ours).
+        """
+        if self.resources is not None:
+            return entry.loc, None
+        via = entry.links_for("via")
+        if not via:
+            raise DocumentError(f"the entry for {entry.loc} lacks the via link the mirror "
+                                "writes: the list is not the mirror's own", url=url,
+                                line=entry.line, section="14.8")
+        return via[0].href, via[0]
 
     def key_of(self, entry: Entry, url: str) -> str:
         """The key of the object an entry of ours describes: its ``mirror:key``, else (a

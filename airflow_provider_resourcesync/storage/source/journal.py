@@ -43,23 +43,29 @@ def stamp_at(when: datetime) -> str:
 
 
 class Journal:
-    """The Change Lists of the mirror's :class:`Documents` and their index."""
+    """The Change Lists of :class:`Documents` and their index; with another ``capability``,
+    ``index`` and ``folder``, another series of documents kept the same way, one per save (a
+    publisher's Change Dumps, 13.1, in their Change Dump Index)."""
 
-    def __init__(self, documents: Documents) -> None:
+    def __init__(self, documents: Documents, *, capability: str = "changelist",
+                 index: str = CHANGE_LIST_INDEX, folder: str = CHANGES) -> None:
         self._documents = documents
+        self._capability = capability
+        self._index = index
+        self._folder = folder
 
     def index_exists(self) -> bool:
-        return self._documents.destination.exists(self._documents.key(CHANGE_LIST_INDEX))
+        return self._documents.destination.exists(self._documents.key(self._index))
 
     def list_key(self, now: datetime) -> str:
-        """The key of the Change List of a save at ``now``."""
-        return f"{self._documents.key(CHANGES)}{stamp_at(now)}.xml"
+        """The key of the document of a save at ``now``."""
+        return f"{self._documents.key(self._folder)}{stamp_at(now)}.xml"
 
     def listed(self) -> list[Entry]:
         """The entries of the Change List Index; where it is missing or unreadable (a mirror
         from before there was one), the Change Lists under ``changes/``, from their heads."""
         documents = self._documents
-        key = documents.key(CHANGE_LIST_INDEX)
+        key = documents.key(self._index)
         if documents.destination.exists(key):
             try:
                 with documents.reader(key) as index:  # each list where it is published now
@@ -68,7 +74,7 @@ class Journal:
             except DocumentError:
                 pass
         listed = []
-        for part in sorted(documents.destination.keys(documents.key(CHANGES))):
+        for part in sorted(documents.destination.keys(documents.key(self._folder))):
             with documents.reader(part) as reader:
                 md = reader.head.md
                 if not reader.head.is_index and md is not None:
@@ -104,40 +110,47 @@ class Journal:
 
     def _change(self, entry: Entry, url: str
                 ) -> tuple[str, Held | None, datetime | None] | None:
-        md, via = entry.md, entry.links_for("via")
-        if md is None or md.change is None or not via or (
-                md.change != Change.DELETED and md.length is None):
-            raise DocumentError(f"the entry for {entry.loc} lacks the change, via link or "
-                                "length the mirror writes: the Change List is not the mirror's "
-                                "own", url=url, line=entry.line, section="14.8")
+        md = entry.md
+        if md is None or md.change is None or (md.change != Change.DELETED and md.length is None):
+            raise DocumentError(f"the entry for {entry.loc} lacks the change or length we "
+                                "write: the Change List is not ours", url=url, line=entry.line,
+                                section="14.8")
+        origin, via = self._documents.origin(entry, url)
         try:
-            uri = normalized(via[0].href)
+            uri = normalized(origin)
         except UnsafeContentError:
             return None
         if md.change == Change.DELETED:
             return uri, None, None
         assert md.length is not None
+        modified = via.modified if via is not None else entry.lastmod
         return uri, Held(uri, self._documents.key_of(entry, url), md.length,
-                         Hashes.parse(str(md.hash or "")), via[0].modified, md.type), entry.lastmod
+                         Hashes.parse(str(md.hash or "")), modified, md.type), entry.lastmod
 
     def _change_key(self, url: str) -> str:
         """The key of a Change List the index lists, by its name (the base URL may have
         changed)."""
-        return self._documents.key(CHANGES) + name_of(url)
+        return self._documents.key(self._folder) + name_of(url)
 
     def write_list(self, key: str, start: datetime, end: datetime,
                    changes: Iterable[Sequence[Any]]) -> list[Entry]:
         """A Change List at ``key`` from ``start`` to ``end`` (12.1) of ``changes`` (rows of the
         record store's :meth:`~.records.RecordStore.changes`); its entries in the Change List
         Index: the list, or the parts it was split into."""
-        documents = self._documents
-        head = Head(md=Metadata(capability="changelist", from_=start, until=end),
-                    links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
-                    namespaces={"mirror": NAMESPACE})
         floor = micros(start, "start") or 0
+        return self.write(key, start, end, (self._entry(row, floor) for row in changes),
+                          {"mirror": NAMESPACE})
+
+    def write(self, key: str, start: datetime, end: datetime, entries: Iterable[Entry],
+              namespaces: dict[str, str] | None = None) -> list[Entry]:
+        """A document of the series at ``key`` from ``start`` to ``end`` listing ``entries``;
+        its entries in the index: the document, or the parts it was split into."""
+        documents = self._documents
+        head = Head(md=Metadata(capability=self._capability, from_=start, until=end),
+                    links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
+                    namespaces=namespaces or {})
         written = documents.write_list(
-            head, (self._entry(row, floor) for row in changes), key,
-            lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
+            head, entries, key, lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
         if written == {key}:
             return [Entry(documents.url(key), md=Metadata(from_=start, until=end))]
         with documents.reader(key) as parts:
@@ -148,11 +161,14 @@ class Journal:
         when, uri, change, key, length, hash_, lastmod, type_, stored = row
         held = change != Change.DELETED
         hashes = (Hashes.parse(hash_) or None) if held else None
+        documents = self._documents
+        md = Metadata(change=change, datetime=as_datetime(max(when, floor)), hash=hashes,
+                      length=length if held else None, type=type_ if held else None,
+                      extra={KEY: key})
+        if documents.resources is not None:  # the loc is the URI; its lastmod the object's
+            return Entry(uri, lastmod=as_datetime(lastmod) if held else None, md=md)
         return Entry(
-            self._documents.url(key), lastmod=as_datetime(stored) if held else None,
-            md=Metadata(change=change, datetime=as_datetime(max(when, floor)),
-                        hash=hashes, length=length if held else None,
-                        type=type_ if held else None, extra={KEY: key}),
+            documents.url(key), lastmod=as_datetime(stored) if held else None, md=md,
             links=(Link(rel="via", href=uri, modified=as_datetime(lastmod) if held else None,
                         hash=hashes, length=length if held else None,
                         type=type_ if held else None),))
@@ -164,9 +180,9 @@ class Journal:
         documents = self._documents
         dropped, entries = entries[:-MAX_ENTRIES], entries[-MAX_ENTRIES:]
         first, last = entries[0].md, entries[-1].md
-        documents.write(documents.key(CHANGE_LIST_INDEX), Head(
+        documents.write(documents.key(self._index), Head(
             root=Root.SITEMAPINDEX,
-            md=Metadata(capability="changelist", from_=first.from_ if first else None,
+            md=Metadata(capability=self._capability, from_=first.from_ if first else None,
                         until=last.until if last else None),
             links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),)),
             entries)

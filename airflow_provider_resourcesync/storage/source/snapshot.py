@@ -1,11 +1,12 @@
 """The snapshot: the mirror's Resource List (10.1), split into ``resourcelist-NNNNN.xml`` parts
 under an index past 50,000 entries (10.2), read and written as stored rows of the record store.
 
-Each entry's ``loc`` is the object's URL at the destination (or under the public base URL, to
-republish it), ``lastmod`` when the mirror's copy last changed, ``rs:md`` its hash, length and
-type, and an ``rs:ln rel="via"`` to the origin URI with the origin's hash, length and
-``modified`` (14.8). The object's key travels in a ``mirror:key`` attribute of ``rs:md``
-(:data:`.documents.NAMESPACE`).
+Each entry of the mirror's has as ``loc`` the object's URL at the destination (or under the
+public base URL, to republish it), ``lastmod`` when the mirror's copy last changed, ``rs:md`` its
+hash, length and type, and an ``rs:ln rel="via"`` to the origin URI with the origin's hash,
+length and ``modified`` (14.8). A collection served apart from its documents (a publisher's)
+has as ``loc`` the object's URI and as ``lastmod`` the object's, with no ``via`` link. The
+object's key travels in a ``mirror:key`` attribute of ``rs:md`` (:data:`.documents.NAMESPACE`).
 """
 
 from __future__ import annotations
@@ -28,25 +29,27 @@ _PART_PREFIX = RESERVED_PREFIX + "resourcelist-"
 _PART_NAME = re.compile(r"resourcelist-\d{5}\.xml")
 
 
-def stored_row(entry: Entry, url: str) -> tuple[Any, ...] | None:
-    """An entry of ours as a stored row: origin from the ``via`` link (in its normal form: a
-    mirror made before there was one may hold another spelling), key from ``mirror:key``; None
-    for an origin that has no normal form (credentials in it), which is never mapped now.
+def stored_row(documents: Documents, entry: Entry, url: str) -> tuple[Any, ...] | None:
+    """An entry of ours as a stored row: the URI it describes (:meth:`Documents.origin`, in
+    its normal form: a mirror made before there was one may hold another spelling), key from
+    ``mirror:key``; None for a URI that has no normal form (credentials in it), which is never
+    mapped now.
 
-    :raises DocumentError: the entry is not one the mirror writes.
+    :raises DocumentError: the entry is not one we write.
     """
+    origin, via = documents.origin(entry, url)
     md = entry.md
-    via = entry.links_for("via")
     key = md.extra.get(KEY) if md is not None else None
-    if md is None or md.length is None or not via or key is None:
-        raise DocumentError(f"the entry for {entry.loc} lacks the via link, length or mirror:key "
-                            "the mirror writes: the Resource List is not the mirror's own",
-                            url=url, line=entry.line, section="14.8")
+    if md is None or md.length is None or key is None:
+        raise DocumentError(f"the entry for {entry.loc} lacks the length or mirror:key we "
+                            "write: the Resource List is not ours", url=url, line=entry.line,
+                            section="14.8")
     try:
-        uri = normalized(via[0].href)
+        uri = normalized(origin)
     except UnsafeContentError:
         return None
-    return (uri, key, md.length, str(md.hash or ""), micros(via[0].modified), md.type,
+    modified = via.modified if via is not None else entry.lastmod
+    return (uri, key, md.length, str(md.hash or ""), micros(modified), md.type,
             micros(entry.lastmod))
 
 
@@ -83,14 +86,14 @@ class Snapshot:
                 parts = [self._part_key(entry, reader.url) for entry in reader]
             elif kind is DocumentKind.RESOURCE_LIST:
                 for entry in reader:
-                    yield stored_row(entry, reader.url)
+                    yield stored_row(self._documents, entry, reader.url)
             else:
                 raise DocumentError("the mirror's Resource List is not a Resource List",
                                     url=reader.url, section="10.1")
         for part in parts:
             with self._documents.reader(part) as reader:
                 for entry in reader:
-                    yield stored_row(entry, reader.url)
+                    yield stored_row(self._documents, entry, reader.url)
 
     def _part_key(self, entry: Entry, url: str) -> str:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
@@ -118,9 +121,12 @@ class Snapshot:
     def _entry(self, row: Sequence[Any]) -> Entry:
         record = record_of(row)
         hashes = record.hashes or None
+        documents = self._documents
+        md = Metadata(hash=hashes, length=record.length, type=record.type,
+                      extra={KEY: record.key})
+        if documents.resources is not None:  # the loc is the URI; its lastmod the object's
+            return Entry(record.uri, lastmod=record.lastmod, md=md)
         return Entry(
-            self._documents.url(record.key), lastmod=as_datetime(row[6]),
-            md=Metadata(hash=hashes, length=record.length, type=record.type,
-                        extra={KEY: record.key}),
+            documents.url(record.key), lastmod=as_datetime(row[6]), md=md,
             links=(Link(rel="via", href=record.uri, modified=record.lastmod, hash=hashes,
                         length=record.length, type=record.type),))

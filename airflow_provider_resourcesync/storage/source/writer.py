@@ -1,0 +1,408 @@
+"""The Source writer: a collection's ResourceSync documents at a destination, kept over time
+(docs/design.md, "The Source writer"), for the mirror's own state and for the publisher.
+
+Under its location, a :class:`SourceWriter` keeps
+
+- ``resourcelist.xml``: the snapshot, a Resource List of every record (:mod:`.snapshot`);
+- ``changes/<UTC timestamp>.xml``: the journal, a Change List per save that found the collection
+  changed (every save but the first), from the save before, and ``changelist.xml``, the Change
+  List Index over them (:mod:`.journal`);
+- ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
+  Description (8) over them, and whatever else the caller lists (a Change Dump);
+- ``checkpoint.json``: the caller's last checkpoint, written last (:mod:`.checkpoint`);
+- ``index/``: the lookup index (:mod:`.shards`), derived from the documents: brought up to date
+  on load by replaying the Change Lists listed after its stamp (built from the Resource List
+  first for a collection that has none), folded into on every save, rebuilt with the Resource
+  List.
+
+During a run, what the run changed (or, for a run that reads every record, every record) lives
+in a scratch SQLite database (:mod:`.records`).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, Self
+
+from ...errors import DocumentError, InvalidValueError
+from ...protocol.closing import ClosedOnExit
+from ...protocol.hashes import Hashes
+from ...protocol.model import Change, Entry, Head, Link, Metadata
+from ..base import Destination
+from ..keys import RESERVED_PREFIX
+from .checkpoint import SavedRecord
+from .documents import (
+    CAPABILITY_LIST,
+    CHANGE_LIST_INDEX,
+    CHECKPOINT,
+    DESCRIPTION,
+    INDEX,
+    RESOURCE_LIST,
+    Documents,
+    base_url,
+)
+from .held import Held
+from .journal import Journal, stamp_at
+from .records import ObjectRecord, RecordStore, as_datetime, micros, record_of
+from .shards import ShardIndex, shard_count
+from .snapshot import Snapshot
+
+__all__ = ["SourceWriter"]
+
+#: Compaction: the Resource List is rewritten once the records changed since it pass this share
+#: of it (docs/design.md, "The Source writer": 10 record writes per change, amortized, and a
+#: replay at most 10% longer than the snapshot for a Destination baselining from the writer).
+_COMPACT_AT = 0.1
+#: Lookups of a run before it may read the whole collection instead (at least).
+_LOOKUPS = 1_000
+
+
+class SourceWriter(ClosedOnExit):
+    """What a collection holds, for one run, and its documents kept over time.
+
+    A run that asks about a few URIs (an incremental run) reads what it asks for from the
+    lookup index and keeps only what it changes in a scratch SQLite database; a run that reads
+    every record (:meth:`records`, :meth:`mark_seen`, :meth:`unseen`, :meth:`uris_not_in`,
+    ``len()``, or lookups of about as many shards as the index holds) reads the Resource List
+    and the Change Lists after it into that database, once.
+
+    Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
+
+    :param destination: where the documents live.
+    :param public_base_url: the URL the destination is published under (``https://...``), for
+        a collection others sync from (14.8); it is saved with the checkpoint and kept by later
+        runs until another is given. Without one, each document's URL is the destination's own.
+    :param location: the key prefix the documents live under (ending with ``/``).
+    :param resources_url: where the collection's objects are served (an http(s) URL ending with
+        ``/``), when not beside the documents: each entry's ``loc`` is then the record's URI (the
+        publisher's ``base_url`` and the key) and carries no ``via`` link. None (the mirror):
+        each ``loc`` is the object's URL beside the documents, with a ``via`` link to the
+        record's URI, its origin.
+    :param clock: the writer's clock, which dates its changes and its saves (tests give their
+        own; a publisher gives the time of its inventory).
+    """
+
+    def __init__(self, destination: Destination, *, public_base_url: str | None = None,
+                 location: str = RESERVED_PREFIX, resources_url: str | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        if location and not location.endswith("/"):
+            raise InvalidValueError(f"documents location {location!r} must end with '/'")
+        self.destination = destination
+        self.location = location
+        self._documents = Documents(destination, location, base_url(public_base_url)
+                                    if public_base_url is not None else None,
+                                    base_url(resources_url) if resources_url is not None
+                                    else None)
+        self._journal = Journal(self._documents)
+        self._snapshot = Snapshot(self._documents)
+        self._clock = clock or _now
+        self._store = RecordStore()
+        self._checkpoint: dict[str, Any] | None = None
+        self._saved_at: datetime | None = None
+        self._changelist: str | None = None
+        self._index: ShardIndex | None = None
+        self._full = True  # every record is in the store: nothing saved yet, or all read
+        self._compact = False  # the Resource List must be rewritten at the next save
+        self._lookups = 0
+        self._lazy = threading.RLock()  # lookups and reading everything, one thread at a time
+
+    @classmethod
+    def load(cls, destination: Destination, **options: Any) -> Self:
+        """The state recorded at ``destination`` (empty if none), made with ``options`` (as
+        the constructor takes them): its checkpoint, and its lookup index brought up to date.
+
+        :raises DocumentError: if a stored document cannot be read or was not written by us.
+        :raises DestinationError: if the destination cannot be read.
+        """
+        state = cls(destination, **options)
+        try:
+            state._load()
+        except BaseException:
+            state.close()
+            raise
+        return state
+
+    # -- records ---------------------------------------------------------------------------------
+
+    def get(self, uri: str) -> ObjectRecord | None:
+        if self._full:
+            return self._store.get(uri)
+        with self._lazy:
+            known, record = self._store.find(uri)
+            return record if known or self._full else self._lookup(uri)
+
+    def put(self, record: ObjectRecord, *, when: datetime | None = None) -> None:
+        """Record an object (replacing what was recorded for its URI), changed ``when`` (None:
+        now by the writer's clock) if it changed. Records are written in batches; every read
+        sees them all."""
+        now = micros(when or self._clock(), "the change time")
+        if not self._full:
+            with self._lazy:
+                known, held = self._store.find(record.uri)
+                if not (known or self._full):
+                    held = self._lookup(record.uri)
+                    if not self._full:  # the store records what this run changes only
+                        if held != record:
+                            self._store.put(record, now, fresh=held is None)
+                        return
+        self._store.put(record, now)
+
+    def remove(self, uri: str, *, when: datetime | None = None) -> None:
+        """Forget the object of ``uri`` (its key is kept for this run's Change List), removed
+        ``when`` (None: now by the writer's clock)."""
+        now = micros(when or self._clock(), "the change time")
+        held = self.get(uri)
+        if held is not None:
+            self._store.remove(uri, held.key, now)
+
+    def __len__(self) -> int:
+        self._materialize()
+        return len(self._store)
+
+    def records(self) -> Iterator[ObjectRecord]:
+        """Every record, ordered by URI, streamed (read from the Resource List and the Change
+        Lists after it, once per run)."""
+        self._materialize()
+        return (record_of(row) for row in self._store.rows())
+
+    # -- what the Source no longer lists ---------------------------------------------------------
+
+    def mark_seen(self, uri: str) -> None:
+        """Note that the Source still lists ``uri`` (nothing if it is not held).
+        Marks are written in batches; :meth:`unseen` sees every one made before it."""
+        self._materialize()
+        self._store.mark_seen(uri)
+
+    def unseen(self) -> Iterator[str]:
+        """The URIs held and not marked seen since the state was loaded, ordered, streamed."""
+        self._materialize()
+        return self._store.unseen()
+
+    def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
+        """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
+        in bounded memory), then the rest is streamed. Marks from before are cleared."""
+        self._materialize()
+        return self._store.uris_not_in(seen)
+
+    # -- what was held before this run -----------------------------------------------------------
+
+    def _lookup(self, uri: str) -> ObjectRecord | None:
+        """What the lookup index holds for ``uri`` (under the lazy lock). Once the lookups of
+        this run have read about as many shards as the index holds, the whole collection is
+        read instead (:meth:`_materialize`), once: a baseline asks about every URI."""
+        index = self._index
+        assert index is not None
+        self._lookups += 1
+        if self._lookups > max(_LOOKUPS, shard_count(index.snapshot_records)):
+            self._materialize()
+            return self._store.get(uri)
+        try:
+            return index.lookup([uri])[uri]
+        except DocumentError:  # a shard cannot be read: read everything, rebuild at the save
+            self._compact = True
+            self._materialize()
+            return self._store.get(uri)
+
+    def _materialize(self) -> None:
+        """Every record into the store, beneath what this run recorded: the Resource List and
+        the Change Lists after it (a run that reads everything anyway, or a compaction)."""
+        if self._full:
+            return
+        with self._lazy:
+            if self._full:
+                return
+            changes = ((uri, _stored_row(held, stored))
+                       for stamp, keys in self._journal.since(self._snapshot_stamp())
+                       for uri, held, stored in self._journal.changes(keys))
+            self._store.fill(self._snapshot.rows(), changes)
+            self._full = True
+
+    def _snapshot_stamp(self) -> str:
+        at = self._snapshot.at()
+        return stamp_at(at) if at is not None else ""
+
+    # -- checkpoint ------------------------------------------------------------------------------
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint of the last :meth:`save`; None if there was none."""
+        return self._checkpoint
+
+    # -- saving ----------------------------------------------------------------------------------
+
+    def save(self, *, checkpoint: dict[str, Any] | None,
+             capabilities: Iterable[Entry] = ()) -> None:
+        """Write the documents, then ``checkpoint.json``, as of now by the writer's
+        clock: the Resource List's ``at``, and the ``lastmod`` of what changed since the last
+        save.
+
+        Past the first save, what changed since the last one (objects recorded anew or with
+        another description, objects removed) goes in a Change List of its own (12.1), listed
+        in the Change List Index (12.2): each change dated when it was made, by
+        its clock (as in 14.8's examples; the ``via`` link keeps the Source's ``modified``),
+        each list from the one before to this one, so the lists follow each other and a
+        Destination of the collection misses none of its changes, whichever run made them.
+
+        Dating the Resource List by the writer's clock, not an origin's, is what lets a
+        Destination go from its ``at`` to the first Change List with no gap.
+
+        The Resource List is rewritten only at a compaction: when the records changed since it
+        pass a tenth of it (:data:`_COMPACT_AT`), when this run read every record anyway (a
+        baseline, an audit), when the public URL changed, or when no Change List holds this
+        run's changes (no ``checkpoint.json`` to go on from); otherwise it stays as it was, and
+        it and the Change Lists after its ``at`` are the collection now.
+
+        The order of the writes is what makes a save killed between any two of them lose no
+        change, for the writer or for a Destination of it: the journal first (the Change List,
+        then the index that lists it), then the lookup index (its manifest last), then at a
+        compaction the Resource List and a new lookup index, then the Capability List and
+        Source Description that point at them, and ``checkpoint.json`` last. Killed after the
+        Change List, the next run replays it into the lookup index on load and finds its
+        changes recorded: it lists nothing twice. Nothing points at a document not yet written.
+
+        :param checkpoint: the checkpoint to keep, JSON-serializable; None: none yet (an
+            incomplete first run).
+        :param capabilities: entries the Capability List lists besides the Resource List and
+            the Change List Index (a publisher's Change Dump), written before this save.
+        :raises InvalidValueError: for a checkpoint JSON cannot carry; nothing is written then.
+        """
+        now = self._clock()
+        if self._saved_at is not None:
+            now = max(now, self._saved_at)  # a clock behind the one that saved before
+        last = self._store.last_change()
+        # the first save writes no Change List: its Resource List is where Destinations start
+        journal = self._saved_at is not None and last is not None
+        listed = self._journal.listed() if journal or self._changelist is None else []
+        # a save killed before the index of the first list: that list was replayed on load
+        unindexed = not journal and bool(listed) and not self._journal.index_exists()
+        changelist = self._changelist
+        if journal:
+            changelist = self._journal.list_key(now)
+        elif changelist is None and (unindexed or self._journal.index_exists()):
+            changelist = self._key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
+        record = SavedRecord(now, changelist, checkpoint, self._documents.base).to_bytes()
+        index = self._index = self._index or self._open_index()
+        self._store.mark_stored(micros(now, "the clock's time"))
+        if journal:
+            assert self._saved_at is not None and changelist is not None and last is not None
+            # from the end of the last list listed: a killed save may have listed one after
+            # the save before
+            start = max([self._saved_at, *(entry.md.until for entry in listed[-1:]
+                                           if entry.md is not None and entry.md.until)])
+            end = max(now, start, as_datetime(last) or start)
+            self._journal.write_index([*listed, *self._journal.write_list(
+                changelist, start, end, self._store.changes())])
+            try:
+                index.apply(self._changed(), stamp_at(now))
+            except DocumentError:  # a shard cannot be read: the index is rebuilt below
+                self._compact = True
+        elif unindexed:
+            self._journal.write_index(listed)
+        self._changelist = changelist
+        # changes no Change List holds (no checkpoint.json to go on from) go in the snapshot
+        if self._compact or self._full or (last is not None and not journal) or (
+                index.delta_records > _COMPACT_AT * index.snapshot_records):
+            self._materialize()
+            self._snapshot.write(now, self._store.rows())
+            index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
+            self._compact = False
+        documents = self._documents
+        documents.write(self._key(CAPABILITY_LIST), Head(
+            md=Metadata(capability="capabilitylist"),
+            links=(Link(rel="up", href=self.url(self._key(DESCRIPTION))),)),
+            [*self._capabilities(), *capabilities])
+        documents.write(self._key(DESCRIPTION), Head(md=Metadata(capability="description")), [
+            Entry(self.url(self._key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
+        self.destination.write_bytes(self._key(CHECKPOINT), record, "application/json")
+        self._store.clear_changes()
+        self._checkpoint = json.loads(record)["checkpoint"]
+        self._saved_at = now
+
+    @property
+    def public_base_url(self) -> str | None:
+        """The URL the destination is published under, given or saved; None if none."""
+        return self._documents.base
+
+    @public_base_url.setter
+    def public_base_url(self, url: str) -> None:
+        base = base_url(url)
+        self._compact = self._compact or base != self._documents.base
+        self._documents.base = base
+
+    def url(self, key: str) -> str:
+        """Where the object at ``key`` is published: under ``public_base_url`` if given, else
+        the destination's own URL."""
+        return self._documents.url(key)
+
+    def close(self) -> None:
+        """Drop the scratch database."""
+        self._store.close()
+
+    def _key(self, key: str) -> str:
+        return self._documents.key(key)
+
+    def _capabilities(self) -> list[Entry]:
+        entries = [Entry(self.url(self._key(RESOURCE_LIST)),
+                         md=Metadata(capability="resourcelist"))]
+        if self._changelist is not None:
+            entries.append(Entry(self.url(self._key(CHANGE_LIST_INDEX)),
+                                 md=Metadata(capability="changelist")))
+        return entries
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        data = self.destination.read_bytes(self._key(CHECKPOINT))
+        if data is not None:
+            saved = SavedRecord.parse(data, self.destination.object_url(self._key(CHECKPOINT)))
+            self._saved_at = saved.saved_at
+            self._changelist = saved.changelist
+            self._checkpoint = saved.checkpoint
+            if self._documents.base is None:
+                self._documents.base = saved.public_url
+            # the Resource List's locs are under the base it was written with
+            self._compact = self._documents.base != saved.public_url
+        self._full = not self._snapshot.exists()
+        self._index = self._open_index()
+
+    def _open_index(self) -> ShardIndex:
+        """The lookup index, brought up to date with the journal (:meth:`_replayed`). It is
+        derived from the documents: one that cannot be read is built again from them."""
+        prefix = self._key(INDEX)
+        try:
+            return self._replayed(ShardIndex.open(self.destination, prefix))
+        except DocumentError:  # a fault in the documents themselves is raised again below
+            return self._replayed(ShardIndex(self.destination, prefix, None))
+
+    def _replayed(self, index: ShardIndex) -> ShardIndex:
+        """``index`` with the Change Lists listed after its stamp folded in, each stamped with
+        its own name, so a save killed after its Change List Index finds its changes recorded.
+        A collection with none yet (written before there was one) gets one built from its Resource
+        List first."""
+        if index.stamp is None and self._snapshot.exists():
+            index = ShardIndex.build(self.destination, self._key(INDEX),
+                                     self._snapshot.records(), self._snapshot_stamp())
+        for stamp, keys in self._journal.since(index.stamp):
+            index.apply(((uri, held) for uri, held, _ in self._journal.changes(keys)), stamp)
+        return index
+
+    def _changed(self) -> Iterator[tuple[str, Held | None]]:
+        """This run's changes, as the lookup index takes them."""
+        for _, uri, change, key, length, hash_, lastmod, type_, _ in self._store.changes():
+            yield uri, (None if change == Change.DELETED else Held(
+                uri, key, length, Hashes.parse(hash_), as_datetime(lastmod), type_))
+
+
+
+def _stored_row(held: Held | None, stored: datetime | None) -> tuple[Any, ...] | None:
+    """The store's row of ``held``, whose copy changed at ``stored``; None for a removal."""
+    if held is None:
+        return None
+    return (held.uri, held.key, held.length, str(held.hashes), micros(held.lastmod), held.type,
+            micros(stored))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
