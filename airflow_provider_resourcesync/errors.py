@@ -154,6 +154,18 @@ class ChangeGapError(ResourceSyncError):
     rerun_helps = False
 
 
+class PublishError(ResourceSyncError):
+    """A publication cannot be made as asked: an object cannot be read or packaged, a setting
+    contradicts another; the message names the object or setting and what to change.
+    ``rerun_helps`` is given per error: True only where the store failed for a while."""
+
+    rerun_helps = False
+
+    def __init__(self, message: str, *, rerun_helps: bool = False) -> None:
+        self.rerun_helps = rerun_helps
+        super().__init__(message)
+
+
 #: Characters of a URL or key quoted whole in a message; a longer one is cut to this many.
 SHOWN = 100
 

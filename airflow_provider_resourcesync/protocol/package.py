@@ -373,9 +373,12 @@ class PackageWriter(FinishedOnSuccess):
     before its bitstream is written. An entry whose values cannot be written in the manifest is
     refused then too. Should ``add`` raise anything else, the package is incomplete: discard
     the stream.
+
+    :param algorithms: the hashes each bitstream's entry gets, computed as it is written.
     """
 
-    def __init__(self, stream: IO[bytes], head: Head) -> None:
+    def __init__(self, stream: IO[bytes], head: Head,
+                 algorithms: tuple[str, ...] = ("md5", "sha-256")) -> None:
         kind = head.kind
         if kind not in _MANIFEST_KINDS:
             raise DocumentError(
@@ -391,6 +394,7 @@ class PackageWriter(FinishedOnSuccess):
         self._zip = zipfile.ZipFile(stream, "w")
         self._entries: list[Entry] = []
         self._used: set[str] = set()
+        self._algorithms = algorithms
         self._closed = False
 
     def add(self, entry: Entry, data: bytes | Iterable[bytes] | IO[bytes]) -> Entry:
@@ -398,9 +402,10 @@ class PackageWriter(FinishedOnSuccess):
 
         The path is derived from ``entry.loc`` (``/resources/<host>/<path>``, or ``/changes/...``),
         made unique with ``-v2``, ``-v3``... before the extension. A ``hash`` or ``length``
-        already on the entry is checked against the data (md5 and sha-256).
+        already on the entry is checked against the data, in the writer's algorithms.
 
-        :returns: the entry as recorded: ``path``, ``hash`` (md5, sha-256) and ``length`` set.
+        :returns: the entry as recorded: ``path``, ``hash`` (the writer's algorithms) and
+            ``length`` set.
         :raises ContentMismatchError: the data does not match the entry's ``hash`` or ``length``.
         :raises DocumentError: in a Change Dump, the entry is not a ``created``/``updated`` change.
         :raises InvalidValueError: the entry cannot be written in the manifest, or is a change
@@ -418,7 +423,7 @@ class PackageWriter(FinishedOnSuccess):
         path = self._claim(_path_for(self._prefix, entry.loc))
         info = _zip_info(path[1:], zipfile.ZIP_STORED)
         info.file_size = md.length or 0  # a hint: ZIP64 is used where it may be needed
-        digester = Digester(("md5", "sha-256"))
+        digester = Digester(self._algorithms)
         with self._zip.open(info, "w", force_zip64=md.length is None) as member:
             for chunk in _chunks(data):
                 digester.update(chunk)
@@ -445,13 +450,18 @@ class PackageWriter(FinishedOnSuccess):
         self._record(recorded)
         return recorded
 
+    @property
+    def manifest(self) -> Document:
+        """The manifest: the head and the entries recorded so far."""
+        return Document(self.head, self._entries)
+
     def close(self) -> None:
         """Write ``manifest.xml`` and finish the ZIP; the stream stays open."""
         if self._closed:
             return
         self._closed = True
-        manifest = document_bytes(Document(self.head, self._entries))
-        self._zip.writestr(_zip_info(MANIFEST_NAME, zipfile.ZIP_DEFLATED), manifest)
+        self._zip.writestr(_zip_info(MANIFEST_NAME, zipfile.ZIP_DEFLATED),
+                           document_bytes(self.manifest))
         self._zip.close()
 
     def _check_open(self) -> None:

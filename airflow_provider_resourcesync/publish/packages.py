@@ -1,0 +1,192 @@
+"""Change Dump packages (13.1, 13.2): a run's changes, in forward chronological order, cut into
+ZIP packages, each with ``manifest.xml`` at its top and a copy of the manifest beside it.
+
+A package holds every change of its window (13.2), so it is cut only between two change times;
+the plan gives every change a time of its own (:mod:`.plan`), so a package can be cut after any
+change. Windows follow each other: the first starts where the run's window starts, each next one
+where the one before ends (at its last change), and the last ends where the run's ends. A
+package closes at :attr:`PackageSize.entries` changes or once its bitstreams reach
+:attr:`PackageSize.bytes`; an object larger than that goes in a package of its own. The limits
+stay within what our own reader accepts (:data:`~..protocol.package.DEFAULT_LIMITS`), so every
+package written can be read back by a Destination running this provider.
+
+Packages are named by their window (``<from>-<until>.zip``, UTC stamps), so a run killed and made
+again from the same plan writes the same names: a package already written whole, with its
+manifest copy, is taken as it is (its manifest copy says what it holds); one without its copy is
+written again. Each package is staged and committed whole: on S3 a multipart upload of the
+staged file, never in memory.
+
+Bitstreams are read pinned to the inventoried object (:mod:`.bucket`) and described by the bytes
+read: hash (the algorithms asked for) and length computed as they are copied. An object changed
+or gone since the inventory is left out and reported: the next run publishes its new state.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..errors import InvalidValueError, PublishError
+from ..protocol.hashes import DigestingWriter
+from ..protocol.model import MAX_ENTRIES, Change, Document, Entry, Head, Link, Metadata
+from ..protocol.package import DEFAULT_LIMITS, PackageWriter
+from ..protocol.reader import read_document
+from ..protocol.writer import document_bytes
+from ..storage.base import Destination, ObjectInfo
+from ..storage.source.journal import stamp_at
+from .bucket import Bucket
+
+__all__ = ["Package", "PackageSize", "Planned", "cut", "write_packages"]
+
+_ZIP = "application/zip"
+_XML = "application/xml"
+_GIB = 1024 ** 3
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """One change a run publishes: the object's key and URI, what happened, when (distinct
+    from every other change's time in the run), and the inventory's size, ETag (or change
+    token) and version of the object to read."""
+
+    key: str
+    uri: str
+    change: Change
+    when: datetime
+    size: int = 0
+    etag: str = ""
+    version_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PackageSize:
+    """When a package closes: at ``entries`` changes, or once its bitstreams reach ``bytes``.
+
+    Defaults: 10,000 changes (a manifest of about 4 MB) and 1 GiB, packages a Destination
+    downloads in minutes and our reader accepts (at most 50,000 entries, section 7; 10 GiB).
+
+    :raises InvalidValueError: a limit our reader would refuse, or not positive.
+    """
+
+    entries: int = 10_000
+    bytes: int = _GIB
+
+    def __post_init__(self) -> None:
+        most = min(MAX_ENTRIES, DEFAULT_LIMITS.max_manifest_entries,
+                   DEFAULT_LIMITS.max_members - 1)
+        if not 1 <= self.entries <= most:
+            raise InvalidValueError(f"package entries {self.entries}: give 1 to {most:,} "
+                                    "(a manifest lists at most 50,000, section 7)")
+        if not 1 <= self.bytes <= DEFAULT_LIMITS.max_total_size:
+            raise InvalidValueError(f"package bytes {self.bytes}: give 1 to "
+                                    f"{DEFAULT_LIMITS.max_total_size:,}, what a Destination "
+                                    "reading packages accepts")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The changes of one package and the window they fill."""
+
+    start: datetime
+    end: datetime
+    changes: list[Planned] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Package:
+    """A package written: its Change Dump entry, and its manifest's entries (what it holds,
+    described by the bytes packaged), and the changes left for the next run."""
+
+    entry: Entry
+    manifest: list[Entry]
+    left: list[Planned]
+
+
+def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: datetime
+        ) -> Iterator[Window]:
+    """``changes`` (times strictly increasing, inside ``(start, end]``) as package windows.
+
+    :raises PublishError: an object larger than a package member may be.
+    :raises InvalidValueError: the times are not strictly increasing inside the window.
+    """
+    window = Window(start, end)
+    held = 0
+    for change in changes:
+        before = window.changes[-1].when if window.changes else window.start
+        if not before < change.when <= end:
+            raise InvalidValueError(f"{change.uri}: change time {change.when.isoformat()} is "
+                                    f"not after {before.isoformat()} and at most "
+                                    f"{end.isoformat()}: the plan must date changes apart")
+        if change.size > DEFAULT_LIMITS.max_member_size:
+            raise PublishError(
+                f"{change.uri}: {change.size:,} bytes, more than a package member may hold "
+                f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
+                "accept): publish the Change List only, without Change Dumps, or leave the "
+                "object out of the published prefix")
+        if window.changes and (len(window.changes) >= size.entries
+                               or held + change.size > size.bytes):
+            yield Window(window.start, before, window.changes)
+            window, held = Window(before, end), 0
+        window.changes.append(change)
+        held += change.size
+    if window.changes:
+        yield window
+
+
+def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Destination,
+                   folder: str, url: Callable[[str], str], capability_list: str,
+                   algorithms: tuple[str, ...]) -> Iterator[Package]:
+    """Each window's package at ``destination`` under ``folder`` (a key prefix ending with
+    ``/``), then its manifest copy, unless both are there already (a run made again).
+
+    :param url: the public URL of a key at ``destination``.
+    :param capability_list: the Capability List's URL, the manifests' ``up`` link.
+    :param algorithms: the hashes of each bitstream and package.
+    """
+    for window in windows:
+        name = f"{folder}{stamp_at(window.start)}-{stamp_at(window.end)}"
+        zip_key, copy_key = f"{name}.zip", f"{name}-manifest.xml"
+        written = destination.info(zip_key)
+        copy = destination.read_bytes(copy_key) if written is not None else None
+        if written is None or copy is None:
+            copy = document_bytes(_write(window, bucket, destination, zip_key, url(zip_key),
+                                         capability_list, algorithms))
+            destination.write_bytes(copy_key, copy, _XML)
+            written = destination.info(zip_key)
+            assert written is not None
+        entries = read_document(copy, url=url(copy_key)).entries
+        held = {entry.loc for entry in entries}
+        yield Package(
+            Entry(url(zip_key), md=Metadata(type=_ZIP, length=written.length,
+                                            hash=written.hashes or None, from_=window.start,
+                                            until=window.end),
+                  links=(Link(rel="contents", href=url(copy_key), type=_XML),)),
+            entries, [change for change in window.changes if change.uri not in held])
+
+
+def _write(window: Window, bucket: Bucket, destination: Destination, key: str, url: str,
+           capability_list: str, algorithms: tuple[str, ...]) -> Document:
+    """Write one package; its manifest (the changes it leaves out are not in it)."""
+    head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
+                            until=window.end),
+                links=(Link(rel="up", href=capability_list),))
+    with destination.stage(key) as staged:
+        output = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
+        with PackageWriter(output, head, algorithms) as package:  # type: ignore[arg-type]
+            for change in window.changes:
+                md = Metadata(change=change.change, datetime=change.when)
+                if change.change is Change.DELETED:
+                    package.add_deleted(Entry(change.uri, md=md))
+                    continue
+                with bucket.read(change.key, change.etag, change.version_id) as chunks:
+                    if chunks is None:  # changed or gone since the inventory
+                        continue
+                    kind = mimetypes.guess_type(change.key)[0]
+                    package.add(Entry(change.uri, lastmod=change.when,
+                                      md=Metadata(change=change.change, datetime=change.when,
+                                                  type=kind)), chunks)
+        digester = output.digester
+        staged.commit(ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP))
+    return package.manifest
