@@ -154,6 +154,19 @@ class ChangeGapError(ResourceSyncError):
     rerun_helps = False
 
 
+class InventoryError(ResourceSyncError):
+    """An inventory to publish (a bucket listing, an S3 Inventory report, a directory) cannot be
+    read, or holds what cannot be published; the message names the bucket, manifest, data file
+    or key, and what is wrong. ``rerun_helps`` is given per error: True only where the store
+    failed for a while (a throttled or broken request, a report still being delivered)."""
+
+    rerun_helps = False
+
+    def __init__(self, message: str, *, rerun_helps: bool = False) -> None:
+        self.rerun_helps = rerun_helps
+        super().__init__(message)
+
+
 #: Characters of a URL or key quoted whole in a message; a longer one is cut to this many.
 SHOWN = 100
 
