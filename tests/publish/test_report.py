@@ -10,7 +10,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.config import Config
 
 from airflow_provider_resourcesync.errors import InventoryError
 from airflow_provider_resourcesync.publish.inventory import (
@@ -19,6 +21,7 @@ from airflow_provider_resourcesync.publish.inventory import (
     S3ReportReader,
     read_report,
 )
+from airflow_provider_resourcesync.testing import SourceServer
 
 from .reports import CREATED, MANIFEST, directory_put, s3_put, write_report
 
@@ -250,3 +253,21 @@ def test_access_denied_names_bucket_key_and_action(s3_client: Any, bucket: str) 
     message = str(caught.value)
     assert f"s3://{bucket}/ key {MANIFEST!r}" in message and "s3:GetObject" in message
     assert "allow s3:GetObject" in message and not caught.value.rerun_helps
+
+
+def test_a_connection_dropped_mid_data_file_is_an_error_a_rerun_can_fix(
+        server: SourceServer) -> None:
+    """The loopback server speaks for S3 here: it can cut a body short, moto cannot."""
+    client = boto3.client("s3", endpoint_url=server.base_url, aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"},
+                                        retries={"max_attempts": 1}))
+    keys = write_report(lambda key, data: server.put(f"/inventory/{key}", data),
+                        [objects([f"{n}/{key}" for n in range(100) for key in TRICKY])])
+    server.truncate(f"/inventory/{keys[0]}")
+    reader = S3ReportReader(client, "inventory")
+    with pytest.raises(InventoryError, match="s3:GetObject failed") as caught:
+        list(read_report(reader, MANIFEST).ordered())
+    assert f"s3://inventory/ key {keys[0]!r}" in str(caught.value)
+    assert caught.value.rerun_helps and "re-run" in str(caught.value)
+    assert len(list(read_report(reader, MANIFEST).ordered())) == 100 * len(TRICKY)

@@ -21,6 +21,8 @@ __all__ = ["InventoryObject", "checked_key", "in_scope"]
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_REFUSED_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,16 +55,17 @@ def checked_key(key: str, where: str) -> str:
     :param where: the inventory it comes from, for the message.
     :raises InventoryError: the key breaks a rule (the message names it and the rule).
     """
+    if key and _REFUSED_CHARACTER.search(key) is None and (
+            ("/." not in key and key[0] != ".") or _DOT_SEGMENT.search(key) is None):
+        return key
     if not key:
         why = "is empty"
     elif _SURROGATE.search(key):
         why = "is not valid UTF-8"
     elif _CONTROL.search(key):
         why = "holds a control character, which no URL can carry"
-    elif any(segment in (".", "..") for segment in key.split("/")):
-        why = "has a '.' or '..' segment, which a URL client resolves away"
     else:
-        return key
+        why = "has a '.' or '..' segment, which a URL client resolves away"
     raise InventoryError(
         f"{where}: key {shown_key(key)} {why}, so it cannot be published as a URL; rename "
         "the object, or move it out of the published prefix")

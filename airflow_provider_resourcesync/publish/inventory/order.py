@@ -8,22 +8,19 @@ SQLite compares TEXT by the bytes of its UTF-8 encoding: the same order.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from ...errors import InventoryError
 from ...storage.base import shown_key
 from ...storage.scratch import scratch_database
 from .objects import InventoryObject
+from .rows import Row
 
-__all__ = ["in_key_order", "ordered"]
+__all__ = ["in_key_order", "ordered", "ordered_rows"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_BATCH = 10_000
-_DELETE_MARKER = 1
 _SCHEMA = """CREATE TABLE objects (key TEXT NOT NULL, size INTEGER NOT NULL,
-    etag TEXT NOT NULL, modified INTEGER NOT NULL, version TEXT, flags INTEGER NOT NULL)"""
+    etag TEXT NOT NULL, modified TEXT NOT NULL, version TEXT, marker INTEGER NOT NULL)"""
 
 
 def in_key_order(objects: Iterable[InventoryObject], where: str,
@@ -53,27 +50,29 @@ def ordered(objects: Iterable[InventoryObject], where: str) -> Iterator[Inventor
     :param where: the inventory, for the message.
     :raises InventoryError: a key has two latest versions (the report is corrupt).
     """
+    return ordered_rows(((item.key, item.size, item.etag, item.last_modified.isoformat(),
+                          item.version_id, item.is_latest, item.is_delete_marker)
+                         for item in objects), where)
+
+
+def ordered_rows(rows: Iterable[Row], where: str) -> Iterator[InventoryObject]:
+    """:func:`ordered` for a report's rows (:data:`.rows.Row`), before any object is built."""
     database = scratch_database(_SCHEMA)
     try:
-        rows = ((item.key, item.size, item.etag, _micros(item.last_modified), item.version_id,
-                 _DELETE_MARKER if item.is_delete_marker else 0)
-                for item in objects if item.is_latest)
+        latest = ((key, size, etag, modified, version, marker)
+                  for key, size, etag, modified, version, is_latest, marker in rows
+                  if is_latest)
         database.execute("BEGIN")
-        while batch := list(itertools.islice(rows, _BATCH)):
-            database.executemany("INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?)", batch)
+        database.executemany("INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?)", latest)
         database.execute("COMMIT")
         cursor = database.execute(
-            "SELECT key, size, etag, modified, version, flags FROM objects ORDER BY key")
+            "SELECT key, size, etag, modified, version, marker FROM objects ORDER BY key")
         sorted_objects = (
-            InventoryObject(key, size, etag, _EPOCH + timedelta(microseconds=modified), version,
-                            True, bool(flags & _DELETE_MARKER))
-            for key, size, etag, modified, version, flags in cursor)
+            InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, True,
+                            bool(marker))
+            for key, size, etag, modified, version, marker in cursor)
         yield from in_key_order(sorted_objects, where,
                                 "the report lists two latest versions of one key: it is corrupt, "
                                 "publish from the next report")
     finally:
         database.close()
-
-
-def _micros(when: datetime) -> int:
-    return (when - _EPOCH) // timedelta(microseconds=1)

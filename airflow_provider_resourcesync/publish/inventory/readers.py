@@ -38,10 +38,34 @@ class S3ReportReader:
 
     def open(self, key: str) -> BinaryIO:
         with s3_errors("s3:GetObject", self.bucket, key):
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        return _Body(body, self.bucket, key)  # type: ignore[return-value]
 
     def where(self, key: str) -> str:
         return f"s3://{self.bucket}/{shown(key)}"
+
+
+class _Body:
+    """An object's body whose reads fail as :class:`InventoryError` (a connection dropped
+    mid-file: a re-run can help)."""
+
+    def __init__(self, body: Any, bucket: str, key: str) -> None:
+        self._body = body
+        self._bucket = bucket
+        self._key = key
+
+    def read(self, size: int = -1) -> bytes:
+        with s3_errors("s3:GetObject", self._bucket, self._key):
+            return self._body.read(None if size < 0 else size)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def __enter__(self) -> _Body:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 class DirectoryReportReader:

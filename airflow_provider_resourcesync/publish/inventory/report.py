@@ -24,9 +24,9 @@ from ...errors import InventoryError
 from .columnar import columnar_rows
 from .manifest import DataFile, Manifest, read_manifest
 from .objects import InventoryObject
-from .order import ordered
+from .order import ordered_rows
 from .readers import ReportReader
-from .rows import Fields, Scope
+from .rows import Fields, Row, Scope
 from .verified import Verified
 
 __all__ = ["InventoryReport", "read_report"]
@@ -53,21 +53,26 @@ class InventoryReport:
         :raises InventoryError: a data file is missing, truncated or corrupt, or a row breaks
             the schema (the data file's key and the row are named).
         """
-        fields = Fields(self.manifest.columns)
-        for data_file in self.manifest.files:
-            yield from self._file_objects(data_file, fields)
+        return (InventoryObject(key, size, etag, datetime.fromisoformat(modified), version,
+                                latest, marker)
+                for key, size, etag, modified, version, latest, marker in self._rows())
 
     def ordered(self) -> Iterator[InventoryObject]:
         """The latest version of each object in scope (a latest delete marker included), in
         key order, sorted on disk."""
-        return ordered(self.objects(), self.manifest.where)
+        return ordered_rows(self._rows(), self.manifest.where)
 
-    def _file_objects(self, data_file: DataFile, fields: Fields) -> Iterator[InventoryObject]:
+    def _rows(self) -> Iterator[Row]:
+        fields = Fields(self.manifest.columns)
+        for data_file in self.manifest.files:
+            yield from self._file_rows(data_file, fields)
+
+    def _file_rows(self, data_file: DataFile, fields: Fields) -> Iterator[Row]:
         where = self.reader.where(data_file.key)
         with Verified(self.reader.open(data_file.key), where, data_file.size,
                       data_file.md5) as verified:
             if self.manifest.file_format == "CSV":
-                yield from _csv_objects(verified, fields, where, self.scope)
+                yield from _csv_rows(verified, fields, where, self.scope)
                 return
             with tempfile.TemporaryFile() as copy:
                 shutil.copyfileobj(verified, copy, _COPY)
@@ -75,15 +80,14 @@ class InventoryReport:
                 copy.seek(0)
                 rows = columnar_rows(copy, self.manifest.file_format, self.manifest.columns,
                                      where)
-                yield from fields.typed_objects(rows, where, self.scope)
+                yield from fields.typed_rows(rows, where, self.scope)
 
 
-def _csv_objects(verified: Verified, fields: Fields, where: str,
-                 scope: Scope) -> Iterator[InventoryObject]:
+def _csv_rows(verified: Verified, fields: Fields, where: str, scope: Scope) -> Iterator[Row]:
     text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),  # type: ignore[arg-type]
                             encoding="utf-8", newline="")
     try:
-        yield from fields.csv_objects(csv.reader(text, strict=True), where, scope)
+        yield from fields.csv_rows(csv.reader(text, strict=True), where, scope)
     except InventoryError:
         verified.check()  # a truncated or replaced file says so first
         raise

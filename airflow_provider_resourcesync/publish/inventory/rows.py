@@ -1,5 +1,7 @@
-"""A report's rows as :class:`InventoryObject`: CSV rows (text fields, keys URL-encoded) and
-the typed rows of ORC and Parquet, under the same checks.
+"""A report's rows, checked: CSV rows (text fields, keys URL-encoded) and the typed rows of ORC
+and Parquet, as :data:`Row` tuples: the fields of :class:`InventoryObject`, in its order, but
+the time as ISO 8601 text in UTC (what :meth:`datetime.fromisoformat` reads: S3's own CSV form
+passes through as it is, so a row sorted on disk is parsed once, not formatted and parsed).
 
 S3 writes a CSV report's keys URL-encoded as an HTML form would be: a space as ``+``, every other
 byte outside ``A-Z a-z 0-9 . - _ *`` as ``%XX`` of its UTF-8 encoding. ORC and Parquet keys are
@@ -17,10 +19,13 @@ from ...errors import InvalidValueError, InventoryError
 from ...protocol.datetimes import parse_datetime
 from ...storage.base import shown_key
 from .manifest import column_name
-from .objects import InventoryObject, checked_key, in_scope
+from .objects import checked_key, in_scope
 
-__all__ = ["Fields", "Scope"]
+__all__ = ["Fields", "Row", "Scope"]
 
+#: ``(key, size, etag, last_modified (ISO 8601 text, UTC), version_id, is_latest,
+#: is_delete_marker)``.
+Row = tuple[str, int, str, str, "str | None", bool, bool]
 _BOOLEANS = {"true": True, "false": False}
 
 
@@ -50,36 +55,42 @@ class Fields:
         self.latest = index.get(column_name("IsLatest"))
         self.marker = index.get(column_name("IsDeleteMarker"))
 
-    def csv_objects(self, rows: Iterator[list[str]], where: str,
-                    scope: Scope) -> Iterator[InventoryObject]:
-        """The objects of CSV ``rows`` in ``scope``.
+    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope) -> Iterator[Row]:
+        """The rows in ``scope`` of a CSV file, checked (a loop of its own: it runs once per
+        object of the bucket).
 
         :raises InventoryError: a row breaks the schema (its number and what is wrong named).
         """
+        width, key_at, size_at, modified_at = self.width, self.key, self.size, self.modified
+        etag_at, version_at, latest_at, marker_at = (self.etag, self.version, self.latest,
+                                                     self.marker)
+        prefix, excluded = scope.prefix, scope.exclude_prefix or None
         for number, row in enumerate(rows, 1):
-            if len(row) != self.width:
+            if len(row) != width:
                 raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
-                                                f"names {self.width}")
-            key = _decoded(row[self.key], where, number)
-            if key not in scope:
+                                                f"names {width}")
+            key = _decoded(row[key_at], where, number)
+            if not key.startswith(prefix) or (excluded and key.startswith(excluded)):
                 continue
-            marker = self.marker is not None and _flag(row[self.marker], where, number)
-            latest = self.latest is None or _flag(row[self.latest], where, number)
-            size = _size(row[self.size], where, number, marker)
-            try:
-                modified = parse_datetime(row[self.modified])
-            except InvalidValueError as exc:
-                raise _row_error(where, number, f"has a bad LastModifiedDate: {exc}") from exc
-            etag = row[self.etag].strip('"')
+            marker = marker_at is not None and _flag(row[marker_at], where, number)
+            latest = latest_at is None or _flag(row[latest_at], where, number)
+            text = row[size_at]
+            if text.isdigit() and text.isascii():
+                size = int(text)
+            elif marker and not text:
+                size = 0
+            else:
+                raise _row_error(where, number, f"has a bad size: {text[:30]!r}")
+            etag = row[etag_at].strip('"')
             if not etag and not marker:
                 raise _row_error(where, number, "has no ETag")
-            version = row[self.version] if self.version is not None else None
-            yield InventoryObject(checked_key(key, f"{where}, row {number}"), size, etag,
-                                  modified, version or None, latest, marker)
+            yield (checked_key(key, where + f", row {number}"), size, etag,
+                   _modified_text(row[modified_at], where, number),
+                   row[version_at] or None if version_at is not None else None, latest, marker)
 
-    def typed_objects(self, rows: Iterator[tuple[Any, ...]], where: str,
-                      scope: Scope) -> Iterator[InventoryObject]:
-        """The objects of typed rows (ORC, Parquet: ``None`` for a null) in ``scope``."""
+    def typed_rows(self, rows: Iterator[tuple[Any, ...]], where: str,
+                   scope: Scope) -> Iterator[Row]:
+        """The rows in ``scope`` of an ORC or Parquet file (``None`` for a null), checked."""
         for number, row in enumerate(rows, 1):
             key = row[self.key]
             if not isinstance(key, str):
@@ -98,14 +109,18 @@ class Fields:
             if not isinstance(etag, str) or not (etag or marker):
                 raise _row_error(where, number, "has no ETag")
             version = row[self.version] if self.version is not None else None
-            yield InventoryObject(
-                checked_key(key, f"{where}, row {number}"), size, etag.strip('"'),
-                modified.replace(tzinfo=UTC) if modified.tzinfo is None
-                else modified.astimezone(UTC),
-                version if isinstance(version, str) and version else None, latest, marker)
+            yield (checked_key(key, f"{where}, row {number}"), size, etag.strip('"'),
+                   (modified.replace(tzinfo=UTC) if modified.tzinfo is None
+                    else modified.astimezone(UTC)).isoformat(),
+                   version if isinstance(version, str) and version else None, latest, marker)
 
 
 def _decoded(text: str, where: str, number: int) -> str:
+    """A CSV key decoded; ``%2F`` (every ``/``) the fast way."""
+    if "%" in text:
+        text = text.replace("%2F", "/")
+    if "%" not in text:
+        return text.replace("+", " ")
     try:
         return unquote_to_bytes(text.replace("+", " ")).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -115,19 +130,27 @@ def _decoded(text: str, where: str, number: int) -> str:
             "published prefix") from exc
 
 
-def _flag(text: str, where: str, number: int) -> bool:
+def _modified_text(text: str, where: str, number: int) -> str:
+    """S3's ``2026-11-24T12:00:00.000Z`` as it is (checked), any other W3C Datetime as ISO 8601
+    in UTC."""
     try:
-        return _BOOLEANS[text.strip().lower()]
-    except KeyError:
-        raise _row_error(where, number, f"has {text[:20]!r} where true or false goes") from None
+        if datetime.fromisoformat(text).tzinfo is UTC:
+            return text
+    except ValueError:
+        pass
+    try:
+        return parse_datetime(text).isoformat()
+    except InvalidValueError as exc:
+        raise _row_error(where, number, f"has a bad LastModifiedDate: {exc}") from exc
 
 
-def _size(text: str, where: str, number: int, marker: bool) -> int:
-    if marker and not text:
-        return 0
-    if not (text.isascii() and text.isdigit()):
-        raise _row_error(where, number, f"has a bad size: {text[:30]!r}")
-    return int(text)
+def _flag(text: str, where: str, number: int) -> bool:
+    flag = _BOOLEANS.get(text)
+    if flag is None:
+        flag = _BOOLEANS.get(text.strip().lower())
+        if flag is None:
+            raise _row_error(where, number, f"has {text[:20]!r} where true or false goes")
+    return flag
 
 
 def _row_error(where: str, number: int, what: str) -> InventoryError:
