@@ -88,8 +88,9 @@ def _csv_rows(verified: Verified, fields: Fields, where: str, scope: Scope) -> I
                             encoding="utf-8", newline="")
     try:
         yield from fields.csv_rows(csv.reader(text, strict=True), where, scope)
-    except InventoryError:
-        verified.check()  # a truncated or replaced file says so first
+    except InventoryError as exc:
+        if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
+            verified.check()
         raise
     except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, csv.Error) as exc:
         verified.check()  # a truncated or replaced file says so first
