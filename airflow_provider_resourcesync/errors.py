@@ -166,6 +166,13 @@ class PublishError(ResourceSyncError):
         super().__init__(message)
 
 
+class InventoryError(PublishError):
+    """An inventory to publish (a bucket listing, an S3 Inventory report, a directory) cannot be
+    read, or holds what cannot be published; the message names the bucket, manifest, data file
+    or key, and what is wrong. ``rerun_helps`` is True only where the store failed for a while
+    (a throttled or broken request, a report still being delivered)."""
+
+
 #: Characters of a URL or key quoted whole in a message; a longer one is cut to this many.
 SHOWN = 100
 

@@ -1,0 +1,77 @@
+"""An inventoried object, and the rules every inventory applies to its keys.
+
+A key is published as a URL (``base_url`` plus the percent-encoded key), so an inventory refuses
+a key that no URL can carry faithfully: one that is empty, holds a control character (U+0000 to
+U+001F, U+007F to U+009F: HTTP clients and servers strip or refuse them), is not valid UTF-8
+(an S3 Inventory CSV key that URL-decodes to bytes that are not UTF-8, a file name that is not),
+or has a ``.`` or ``..`` segment (a client resolves those away, RFC 3986 section 5.2.4, and would
+fetch another object). The error names the key and says to rename the object or exclude it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from ...errors import InventoryError
+from ...storage.base import shown_key
+
+__all__ = ["InventoryObject", "checked_key", "in_scope"]
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_REFUSED_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryObject:
+    """One object (or one version of it) as an inventory lists it.
+
+    :param key: the object's key, decoded (never URL-encoded).
+    :param size: its length in bytes (0 for a delete marker).
+    :param etag: its ETag without quotes, or the inventory's own change token (a directory
+        walk's is size and mtime, see :mod:`.local`); ``""`` for a delete marker. Compared
+        only with tokens of the same kind of inventory.
+    :param last_modified: when it was last written, in UTC.
+    :param version_id: its version, where the inventory lists versions.
+    :param is_latest: False for a version that is not the current one.
+    :param is_delete_marker: True for a delete marker (the key is deleted if it is the latest).
+    """
+
+    key: str
+    size: int
+    etag: str
+    last_modified: datetime
+    version_id: str | None = None
+    is_latest: bool = True
+    is_delete_marker: bool = False
+
+
+def checked_key(key: str, where: str) -> str:
+    """``key`` if a URL can carry it (see the module's rules).
+
+    :param where: the inventory it comes from, for the message.
+    :raises InventoryError: the key breaks a rule (the message names it and the rule).
+    """
+    if key and _REFUSED_CHARACTER.search(key) is None and (
+            ("/." not in key and key[0] != ".") or _DOT_SEGMENT.search(key) is None):
+        return key
+    if not key:
+        why = "is empty"
+    elif _SURROGATE.search(key):
+        why = "is not valid UTF-8"
+    elif _CONTROL.search(key):
+        why = "holds a control character, which no URL can carry"
+    else:
+        why = "has a '.' or '..' segment, which a URL client resolves away"
+    raise InventoryError(
+        f"{where}: key {shown_key(key)} {why}, so it cannot be published as a URL; rename "
+        "the object, or move it out of the published prefix")
+
+
+def in_scope(key: str, prefix: str, exclude_prefix: str | None) -> bool:
+    """Whether ``key`` is under ``prefix`` and not under ``exclude_prefix`` (where the
+    publication itself is written: never part of what it publishes)."""
+    return key.startswith(prefix) and not (exclude_prefix and key.startswith(exclude_prefix))

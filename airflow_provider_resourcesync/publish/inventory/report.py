@@ -1,0 +1,113 @@
+"""An S3 Inventory report as S3 delivers it: ``manifest.json`` (checked against
+``manifest.checksum``), then its data files in CSV gzip, ORC or Parquet, each checked against the
+size and MD5 the manifest gives.
+
+A CSV file is parsed as it streams and checked at its end; an ORC or Parquet one is copied to a
+temporary file, checked, then read (those formats need to seek). A report's rows come in no
+particular order: :meth:`InventoryReport.ordered` sorts them on disk, so every data file is read
+and checked before the first object comes out.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import shutil
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from ...errors import InventoryError
+from .columnar import columnar_rows
+from .manifest import DataFile, Manifest, read_manifest
+from .objects import InventoryObject
+from .order import ordered_rows
+from .readers import ReportReader
+from .rows import Fields, Row, Scope
+from .verified import Verified
+
+__all__ = ["InventoryReport", "read_report"]
+
+_COPY = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryReport:
+    """A report whose manifest was read and checked; its objects are read on demand."""
+
+    reader: ReportReader
+    manifest: Manifest
+    scope: Scope
+
+    @property
+    def created(self) -> datetime:
+        """The report's time: when S3 began scanning the bucket (UTC)."""
+        return self.manifest.created
+
+    def objects(self) -> Iterator[InventoryObject]:
+        """Every row in scope, every version, in the order of the data files.
+
+        :raises InventoryError: a data file is missing, truncated or corrupt, or a row breaks
+            the schema (the data file's key and the row are named).
+        """
+        return (InventoryObject(key, size, etag, datetime.fromisoformat(modified), version,
+                                latest, marker)
+                for key, size, etag, modified, version, latest, marker in self._rows())
+
+    def ordered(self) -> Iterator[InventoryObject]:
+        """The latest version of each object in scope (a latest delete marker included), in
+        key order, sorted on disk."""
+        return ordered_rows(self._rows(), self.manifest.where)
+
+    def _rows(self) -> Iterator[Row]:
+        fields = Fields(self.manifest.columns)
+        for data_file in self.manifest.files:
+            yield from self._file_rows(data_file, fields)
+
+    def _file_rows(self, data_file: DataFile, fields: Fields) -> Iterator[Row]:
+        where = self.reader.where(data_file.key)
+        with Verified(self.reader.open(data_file.key), where, data_file.size,
+                      data_file.md5) as verified:
+            if self.manifest.file_format == "CSV":
+                yield from _csv_rows(verified, fields, where, self.scope)
+                return
+            with tempfile.TemporaryFile() as copy:
+                shutil.copyfileobj(verified, copy, _COPY)
+                verified.check()
+                copy.seek(0)
+                rows = columnar_rows(copy, self.manifest.file_format, self.manifest.columns,
+                                     where)
+                yield from fields.typed_rows(rows, where, self.scope)
+
+
+def _csv_rows(verified: Verified, fields: Fields, where: str, scope: Scope) -> Iterator[Row]:
+    text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),  # type: ignore[arg-type]
+                            encoding="utf-8", newline="")
+    try:
+        yield from fields.csv_rows(csv.reader(text, strict=True), where, scope)
+    except InventoryError as exc:
+        if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
+            verified.check()
+        raise
+    except (EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError, csv.Error) as exc:
+        verified.check()  # a truncated or replaced file says so first
+        raise InventoryError(f"{where}: not a whole CSV gzip file ({exc}); publish from a "
+                             "report S3 wrote") from exc
+    verified.check()
+
+
+def read_report(reader: ReportReader, manifest_key: str, prefix: str = "", *,
+                exclude_prefix: str | None = None) -> InventoryReport:
+    """The report whose ``manifest.json`` is at ``manifest_key``.
+
+    :param reader: where the report is (the inventory's destination bucket, or a directory).
+    :param prefix: only keys under it are inventoried.
+    :param exclude_prefix: keys under it are left out (where the publication is written).
+    :raises InventoryError: the manifest is missing, fails its checksum, or is not one S3
+        writes (unknown format, no Key, Size, LastModifiedDate or ETag column).
+    """
+    return InventoryReport(reader, read_manifest(reader, manifest_key),
+                           Scope(prefix, exclude_prefix))

@@ -1,0 +1,158 @@
+"""A report's rows, checked: CSV rows (text fields, keys URL-encoded) and the typed rows of ORC
+and Parquet, as :data:`Row` tuples: the fields of :class:`InventoryObject`, in its order, but
+the time as ISO 8601 text in UTC (what :meth:`datetime.fromisoformat` reads: S3's own CSV form
+passes through as it is, so a row sorted on disk is parsed once, not formatted and parsed).
+
+S3 writes a CSV report's keys URL-encoded as an HTML form would be: a space as ``+``, every other
+byte outside ``A-Z a-z 0-9 . - _ *`` as ``%XX`` of its UTF-8 encoding. ORC and Parquet keys are
+plain. Delete markers have no size and no ETag; every other row must have both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from ...errors import InvalidValueError, InventoryError
+from ...protocol.datetimes import parse_datetime
+from ...storage.base import shown_key
+from .manifest import column_name
+from .objects import checked_key, in_scope
+
+__all__ = ["Fields", "Row", "Scope"]
+
+#: ``(key, size, etag, last_modified (ISO 8601 text, UTC), version_id, is_latest,
+#: is_delete_marker)``.
+Row = tuple[str, int, str, str, "str | None", bool, bool]
+_BOOLEANS = {"true": True, "false": False}
+
+
+class Scope:
+    """Which keys are kept: under ``prefix``, not under ``exclude_prefix``."""
+
+    def __init__(self, prefix: str = "", exclude_prefix: str | None = None) -> None:
+        self.prefix = prefix
+        self.exclude_prefix = exclude_prefix
+
+    def __contains__(self, key: str) -> bool:
+        return in_scope(key, self.prefix, self.exclude_prefix)
+
+
+class Fields:
+    """Where the fields used are in a row of ``columns`` (names as :func:`column_name` makes
+    them); VersionId, IsLatest and IsDeleteMarker may be absent."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.width = len(columns)
+        index = {name: position for position, name in enumerate(columns)}
+        self.key = index["key"]
+        self.size = index["size"]
+        self.modified = index["lastmodifieddate"]
+        self.etag = index["etag"]
+        self.version = index.get(column_name("VersionId"))
+        self.latest = index.get(column_name("IsLatest"))
+        self.marker = index.get(column_name("IsDeleteMarker"))
+
+    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope) -> Iterator[Row]:
+        """The rows in ``scope`` of a CSV file, checked (a loop of its own: it runs once per
+        object of the bucket).
+
+        :raises InventoryError: a row breaks the schema (its number and what is wrong named).
+        """
+        width, key_at, size_at, modified_at = self.width, self.key, self.size, self.modified
+        etag_at, version_at, latest_at, marker_at = (self.etag, self.version, self.latest,
+                                                     self.marker)
+        prefix, excluded = scope.prefix, scope.exclude_prefix or None
+        for number, row in enumerate(rows, 1):
+            if len(row) != width:
+                raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
+                                                f"names {width}")
+            key = _decoded(row[key_at], where, number)
+            if not key.startswith(prefix) or (excluded and key.startswith(excluded)):
+                continue
+            marker = marker_at is not None and _flag(row[marker_at], where, number)
+            latest = latest_at is None or _flag(row[latest_at], where, number)
+            text = row[size_at]
+            if text.isdigit() and text.isascii():
+                size = int(text)
+            elif marker and not text:
+                size = 0
+            else:
+                raise _row_error(where, number, f"has a bad size: {text[:30]!r}")
+            etag = row[etag_at].strip('"')
+            if not etag and not marker:
+                raise _row_error(where, number, "has no ETag")
+            yield (checked_key(key, where + f", row {number}"), size, etag,
+                   _modified_text(row[modified_at], where, number),
+                   row[version_at] or None if version_at is not None else None, latest, marker)
+
+    def typed_rows(self, rows: Iterator[tuple[Any, ...]], where: str,
+                   scope: Scope) -> Iterator[Row]:
+        """The rows in ``scope`` of an ORC or Parquet file (``None`` for a null), checked."""
+        for number, row in enumerate(rows, 1):
+            key = row[self.key]
+            if not isinstance(key, str):
+                raise _row_error(where, number, "has no key")
+            if key not in scope:
+                continue
+            marker = bool(self.marker is not None and row[self.marker])
+            latest = self.latest is None or row[self.latest] is not False
+            size, modified, etag = row[self.size], row[self.modified], row[self.etag]
+            if marker:
+                size, etag = size or 0, etag or ""
+            if type(size) is not int or size < 0:
+                raise _row_error(where, number, f"has a bad size: {size!r}")
+            if not isinstance(modified, datetime):
+                raise _row_error(where, number, f"has a bad LastModifiedDate: {modified!r}")
+            if not isinstance(etag, str) or not (etag or marker):
+                raise _row_error(where, number, "has no ETag")
+            version = row[self.version] if self.version is not None else None
+            yield (checked_key(key, f"{where}, row {number}"), size, etag.strip('"'),
+                   (modified.replace(tzinfo=UTC) if modified.tzinfo is None
+                    else modified.astimezone(UTC)).isoformat(),
+                   version if isinstance(version, str) and version else None, latest, marker)
+
+
+def _decoded(text: str, where: str, number: int) -> str:
+    """A CSV key decoded; ``%2F`` (every ``/``) the fast way."""
+    if "%" in text:
+        text = text.replace("%2F", "/")
+    if "%" not in text:
+        return text.replace("+", " ")
+    try:
+        return unquote_to_bytes(text.replace("+", " ")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InventoryError(
+            f"{where}, row {number}: key {shown_key(text)} is not valid UTF-8 once URL-decoded, "
+            "so it cannot be published as a URL; rename the object, or move it out of the "
+            "published prefix") from exc
+
+
+def _modified_text(text: str, where: str, number: int) -> str:
+    """S3's ``2026-11-24T12:00:00.000Z`` as it is (checked), any other W3C Datetime as ISO 8601
+    in UTC."""
+    try:
+        if datetime.fromisoformat(text).tzinfo is UTC:
+            return text
+    except ValueError:
+        pass
+    try:
+        return parse_datetime(text).isoformat()
+    except InvalidValueError as exc:
+        raise _row_error(where, number, f"has a bad LastModifiedDate: {exc}") from exc
+
+
+def _flag(text: str, where: str, number: int) -> bool:
+    flag = _BOOLEANS.get(text)
+    if flag is None:
+        flag = _BOOLEANS.get(text.strip().lower())
+        if flag is None:
+            raise _row_error(where, number, f"has {text[:20]!r} where true or false goes")
+    return flag
+
+
+def _row_error(where: str, number: int, what: str) -> InventoryError:
+    return InventoryError(f"{where}, row {number} {what}; the data file breaks its manifest's "
+                          "fileSchema: publish from a report S3 wrote")
