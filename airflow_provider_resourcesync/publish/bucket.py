@@ -21,17 +21,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ..errors import PublishError
 from ..storage.base import shown_key
+from .inventory.local import change_token
 
-__all__ = ["Bucket", "LocalBucket", "S3Bucket", "change_token"]
+__all__ = ["Bucket", "LocalBucket", "S3Bucket"]
 
 #: S3 error codes of an object that is no longer the one inventoried.
 _MOVED_ON = frozenset({"PreconditionFailed", "NoSuchKey", "NoSuchVersion", "404", "412"})
 _CHUNK = 1024 * 1024
-
-
-def change_token(info: os.stat_result) -> str:
-    """A local file's change token: its size and modification time (ns), in hexadecimal."""
-    return f"{info.st_size:x}-{info.st_mtime_ns:x}"
 
 
 class Bucket(Protocol):

@@ -19,21 +19,19 @@ before it looks at a newer inventory: every change is published once.
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 from collections.abc import Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
-from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime, parse_datetime
-from ..protocol.hashes import Hashes
 from ..protocol.model import Change
-from ..storage.base import Destination, ObjectInfo
+from ..storage.base import Destination
 from ..storage.scratch import scratch_database
 from ..storage.source.records import micros
+from .lines import read_lines, write_lines
 from .packages import Planned
 
 __all__ = ["Plan", "dated_apart", "read_plan", "write_plan"]
@@ -52,41 +50,35 @@ class Plan:
     inventory_time: datetime
 
 
-def dated_apart(changes: Iterable[Planned]) -> Iterator[Planned]:
-    """``changes`` by time then key, each later than the one before (see the module)."""
+@contextmanager
+def dated_apart(changes: Iterable[Planned]) -> Iterator[Iterator[Planned]]:
+    """``changes``, all taken in on entering, given back by time then key, each later than
+    the one before (see the module)."""
     with closing(scratch_database(_SCHEMA)) as database:
         database.execute("BEGIN")
         database.executemany("INSERT INTO changes VALUES (?, ?, ?)", (
             (micros(change.when, "a change time"), change.key, json.dumps(_row(change)))
             for change in changes))
         database.execute("COMMIT")
-        before: datetime | None = None
-        for (row,) in database.execute("SELECT row FROM changes ORDER BY time, key"):
-            change = _planned(json.loads(row))
-            if before is not None and change.when <= before:
-                change = replace(change, when=before + _TICK)
-            before = change.when
-            yield change
+        yield _apart(database.execute("SELECT row FROM changes ORDER BY time, key"))
+
+
+def _apart(rows: Iterable[tuple[str]]) -> Iterator[Planned]:
+    before: datetime | None = None
+    for (row,) in rows:
+        change = _planned(json.loads(row))
+        if before is not None and change.when <= before:
+            change = replace(change, when=before + _TICK)
+        before = change.when
+        yield change
 
 
 def write_plan(destination: Destination, key: str, plan: Plan, changes: Iterable[Planned]
                ) -> int:
     """Write ``plan`` and its ``changes`` (in order) at ``key``; how many changes."""
-    count = 0
-    with destination.stage(key) as staged:
-        with gzip.GzipFile(fileobj=staged.file, mode="wb", mtime=0) as packed:
-            text = io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
-            text.write(json.dumps({"version": _VERSION, "start": _time(plan.start),
-                                   "end": _time(plan.end),
-                                   "inventory_time": _time(plan.inventory_time)}) + "\n")
-            for change in changes:
-                text.write(json.dumps(_row(change)) + "\n")
-                count += 1
-            text.flush()
-            text.detach()
-        staged.commit(ObjectInfo(destination.object_url(key), 0, Hashes(()),
-                                 type="application/gzip"))
-    return count
+    return write_lines(destination, key, {
+        "version": _VERSION, "start": _time(plan.start), "end": _time(plan.end),
+        "inventory_time": _time(plan.inventory_time)}, (_row(change) for change in changes))
 
 
 def read_plan(destination: Destination, key: str) -> tuple[Plan, Iterator[Planned]]:
@@ -94,30 +86,14 @@ def read_plan(destination: Destination, key: str) -> tuple[Plan, Iterator[Planne
 
     :raises DocumentError: it is not a plan this version wrote (named, with the line).
     """
-    url = destination.object_url(key)
-    stream = destination.open(key)
-    lines = io.TextIOWrapper(gzip.GzipFile(fileobj=stream), encoding="utf-8")
-    try:
-        head = json.loads(lines.readline())
-        plan = Plan(_parsed(head["start"]), _parsed(head["end"]),
-                    _parsed(head["inventory_time"]))
-        if head.get("version") != _VERSION or plan.end is None:
-            raise ValueError(f"version {head.get('version')!r}")
-    except (ValueError, KeyError, TypeError, OSError, EOFError) as exc:
-        lines.close()
-        raise DocumentError(f"not a publication plan ({exc}): delete it and publish again",
-                            url=url, line=1) from exc
+    return read_lines(destination, key, "a publication plan", _plan, _planned)
 
-    def changes() -> Iterator[Planned]:
-        with lines:
-            for number, line in enumerate(lines, start=2):
-                try:
-                    yield _planned(json.loads(line))
-                except (ValueError, KeyError, TypeError, OSError, EOFError) as exc:
-                    raise DocumentError(f"a change of the plan cannot be read ({exc}): delete "
-                                        "it and publish again", url=url, line=number) from exc
 
-    return plan, changes()
+def _plan(head: dict[str, Any]) -> Plan:
+    end, inventory_time = _parsed(head["end"]), _parsed(head["inventory_time"])
+    if head.get("version") != _VERSION or end is None or inventory_time is None:
+        raise ValueError(f"version {head.get('version')!r}")
+    return Plan(_parsed(head["start"]), end, inventory_time)
 
 
 def _row(change: Planned) -> list[object]:
@@ -125,7 +101,7 @@ def _row(change: Planned) -> list[object]:
             change.size, change.etag, change.version_id]
 
 
-def _planned(row: list[object]) -> Planned:
+def _planned(row: Any) -> Planned:
     key, uri, change, when, size, etag, version_id = row
     if not (isinstance(key, str) and isinstance(uri, str) and isinstance(when, str)
             and type(size) is int and isinstance(etag, str)

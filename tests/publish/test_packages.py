@@ -17,7 +17,8 @@ from airflow_provider_resourcesync.protocol.model import Change
 from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_document
-from airflow_provider_resourcesync.publish.bucket import LocalBucket, change_token
+from airflow_provider_resourcesync.publish.bucket import LocalBucket
+from airflow_provider_resourcesync.publish.inventory.local import change_token
 from airflow_provider_resourcesync.publish.packages import (
     PackageSize,
     Planned,

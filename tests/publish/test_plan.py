@@ -26,7 +26,8 @@ def test_changes_are_ordered_by_time_then_key_and_dated_apart() -> None:
     second = T + timedelta(seconds=1)
     given = [change("c", second), change("a", second), change("z", T),
              change("b", second), change("late", second + 2 * TICK)]
-    ordered = list(dated_apart(given))
+    with dated_apart(given) as apart:
+        ordered = list(apart)
     assert [(item.key, item.when) for item in ordered] == [
         ("z", T), ("a", second), ("b", second + TICK), ("c", second + 2 * TICK),
         ("late", second + 3 * TICK)]  # pushed on by the crowd before it, order kept

@@ -26,7 +26,12 @@ from pathlib import Path
 from ...errors import InventoryError
 from .objects import InventoryObject, checked_key, in_scope
 
-__all__ = ["walk_directory"]
+__all__ = ["change_token", "walk_directory"]
+
+
+def change_token(info: os.stat_result) -> str:
+    """A file's change token, its ``etag``: size and modification time (ns), in hexadecimal."""
+    return f"{info.st_size:x}-{info.st_mtime_ns:x}"
 
 
 def walk_directory(root: str | os.PathLike[str], prefix: str = "", *,
@@ -49,7 +54,7 @@ def walk_directory(root: str | os.PathLike[str], prefix: str = "", *,
     for key, info in _walk(base, "", where, exclude_prefix):
         if in_scope(key, prefix, exclude_prefix):
             yield InventoryObject(checked_key(key, where), info.st_size,
-                                  f"{info.st_size:x}-{info.st_mtime_ns:x}", _mtime(info))
+                                  change_token(info), _mtime(info))
 
 
 def _walk(directory: Path, key_prefix: str, where: str,

@@ -1,0 +1,73 @@
+"""The publisher's own records at the destination: gzip'd JSON lines, a head line first, then
+one row a line, written staged (whole or not at all) and read back as a stream.
+
+Our own format rather than a ResourceSync document: these records (a run's plan, the objects as
+last published) carry what no ResourceSync document holds (ETags, versions, the run's window),
+are read only by us, and are rewritten each run; ``json`` and ``gzip`` do the parsing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+
+from ..errors import DocumentError
+from ..protocol.hashes import Hashes
+from ..storage.base import Destination, ObjectInfo
+
+__all__ = ["read_lines", "write_lines"]
+
+T = TypeVar("T")
+_BAD = (ValueError, KeyError, TypeError, OSError, EOFError)
+
+
+def write_lines(destination: Destination, key: str, head: dict[str, Any],
+                rows: Iterable[list[Any]]) -> int:
+    """``head`` and ``rows`` at ``key``, committed once all are written; how many rows."""
+    count = 0
+    with destination.stage(key) as staged:
+        with gzip.GzipFile(fileobj=staged.file, mode="wb", mtime=0) as packed:
+            text = io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
+            text.write(json.dumps(head) + "\n")
+            for row in rows:
+                text.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+            text.flush()
+            text.detach()
+        staged.commit(ObjectInfo(destination.object_url(key), 0, Hashes(()),
+                                 type="application/gzip"))
+    return count
+
+
+def read_lines(destination: Destination, key: str, what: str,
+               head_of: Callable[[dict[str, Any]], Any], row_of: Callable[[Any], T]
+               ) -> tuple[Any, Iterator[T]]:
+    """The head at ``key`` (made by ``head_of``) and its rows (each made by ``row_of``),
+    streamed; ``what`` names the record in errors.
+
+    :raises DocumentError: the record cannot be read, or a row or the head is not one we
+        write (``head_of``/``row_of`` raise ValueError, KeyError or TypeError): the key and
+        line are named.
+    """
+    url = destination.object_url(key)
+    lines = io.TextIOWrapper(gzip.GzipFile(fileobj=destination.open(key)), encoding="utf-8")
+    try:
+        head = head_of(json.loads(lines.readline()))
+    except _BAD as exc:
+        lines.close()
+        raise DocumentError(f"not {what} ({exc}): delete it and publish again", url=url,
+                            line=1) from exc
+
+    def rows() -> Iterator[T]:
+        with lines:
+            for number, line in enumerate(lines, start=2):
+                try:
+                    yield row_of(json.loads(line))
+                except _BAD as exc:
+                    raise DocumentError(f"a line of {what} cannot be read ({exc}): delete it "
+                                        "and publish again", url=url, line=number) from exc
+
+    return head, rows()
