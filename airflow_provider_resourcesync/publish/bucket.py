@@ -17,11 +17,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from ..errors import PublishError
 from ..storage.base import shown_key
 from .inventory.local import change_token
+from .inventory.s3errors import s3_errors
 
 __all__ = ["Bucket", "LocalBucket", "S3Bucket"]
 
@@ -113,31 +114,23 @@ class S3Bucket:
     def read(self, key: str, etag: str, version_id: str | None = None
              ) -> Iterator[Iterator[bytes] | None]:
         pin = {"VersionId": version_id} if version_id else {"IfMatch": f'"{etag}"'}
+        action = "s3:GetObjectVersion" if version_id else "s3:GetObject"
+        with s3_errors(action, self.bucket, key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=key, **pin)["Body"]
+            except ClientError as exc:
+                if str(exc.response.get("Error", {}).get("Code")) not in _MOVED_ON:
+                    raise
+                body = None
+        if body is None:
+            yield None
+            return
         try:
-            body = self.client.get_object(Bucket=self.bucket, Key=key, **pin)["Body"]
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            code = str(error.get("Code", "unknown"))
-            if code in _MOVED_ON:
-                yield None
-                return
-            raise PublishError(
-                f"{self.where(key)}: GetObject failed: {code} ({error.get('Message') or exc}) "
-                f"in bucket {self.bucket!r}; the task needs s3:GetObject"
-                f"{'Version' if version_id else ''} on it",
-                rerun_helps=code not in ("AccessDenied", "AllAccessDisabled")) from exc
-        except BotoCoreError as exc:
-            raise PublishError(f"{self.where(key)}: GetObject failed: {exc}",
-                               rerun_helps=True) from exc
-        try:
-            yield self._chunks(key, body)
+            yield self._chunks(action, key, body)
         finally:
             body.close()
 
-    def _chunks(self, key: str, body: Any) -> Iterator[bytes]:
-        """``body`` in chunks, a broken transfer as :class:`PublishError`."""
-        try:
+    def _chunks(self, action: str, key: str, body: Any) -> Iterator[bytes]:
+        """``body`` in chunks, a broken transfer as :class:`InventoryError`."""
+        with s3_errors(action, self.bucket, key):
             yield from body.iter_chunks(_CHUNK)
-        except (BotoCoreError, OSError) as exc:
-            raise PublishError(f"{self.where(key)}: reading it failed: {exc}",
-                               rerun_helps=True) from exc

@@ -12,33 +12,43 @@ import gzip
 import io
 import json
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..errors import DocumentError
 from ..protocol.hashes import Hashes
 from ..storage.base import Destination, ObjectInfo
 
-__all__ = ["read_lines", "write_lines"]
+__all__ = ["lines_writer", "read_lines", "write_lines"]
 
 T = TypeVar("T")
 _BAD = (ValueError, KeyError, TypeError, OSError, EOFError)
+
+
+@contextmanager
+def lines_writer(destination: Destination, key: str, head: dict[str, Any]
+                 ) -> Iterator[Callable[[list[Any]], None]]:
+    """A function that writes a row after ``head`` at ``key``; all are committed together on
+    leaving the block without an error, and none otherwise."""
+    with destination.stage(key) as staged:
+        with gzip.GzipFile(fileobj=staged.file, mode="wb", mtime=0) as packed:
+            text = io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
+            text.write(json.dumps(head) + "\n")
+            yield lambda row: text.write(json.dumps(row, ensure_ascii=False) + "\n")
+            text.flush()
+            text.detach()
+        staged.commit(ObjectInfo(destination.object_url(key), 0, Hashes(()),
+                                 type="application/gzip"))
 
 
 def write_lines(destination: Destination, key: str, head: dict[str, Any],
                 rows: Iterable[list[Any]]) -> int:
     """``head`` and ``rows`` at ``key``, committed once all are written; how many rows."""
     count = 0
-    with destination.stage(key) as staged:
-        with gzip.GzipFile(fileobj=staged.file, mode="wb", mtime=0) as packed:
-            text = io.TextIOWrapper(packed, encoding="utf-8", newline="\n")
-            text.write(json.dumps(head) + "\n")
-            for row in rows:
-                text.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
-            text.flush()
-            text.detach()
-        staged.commit(ObjectInfo(destination.object_url(key), 0, Hashes(()),
-                                 type="application/gzip"))
+    with lines_writer(destination, key, head) as write:
+        for row in rows:
+            write(row)
+            count += 1
     return count
 
 

@@ -96,12 +96,18 @@ class Window:
 
 @dataclass(frozen=True, slots=True)
 class Package:
-    """A package written: its Change Dump entry, and its manifest's entries (what it holds,
-    described by the bytes packaged), and the changes left for the next run."""
+    """A package written: its Change Dump entry, its manifest's entries (what it holds,
+    described by the bytes packaged), and the changes of its window."""
 
     entry: Entry
     manifest: list[Entry]
-    left: list[Planned]
+    changes: list[Planned]
+
+    @property
+    def left(self) -> list[Planned]:
+        """The changes of its window it does not hold: left for the next run."""
+        held = {entry.loc for entry in self.manifest}
+        return [change for change in self.changes if change.uri not in held]
 
 
 def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: datetime
@@ -156,14 +162,12 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
             destination.write_bytes(copy_key, copy, _XML)
             written = destination.info(zip_key)
             assert written is not None
-        entries = read_document(copy, url=url(copy_key)).entries
-        held = {entry.loc for entry in entries}
         yield Package(
             Entry(url(zip_key), md=Metadata(type=_ZIP, length=written.length,
                                             hash=written.hashes or None, from_=window.start,
                                             until=window.end),
                   links=(Link(rel="contents", href=url(copy_key), type=_XML),)),
-            entries, [change for change in window.changes if change.uri not in held])
+            read_document(copy, url=url(copy_key)).entries, window.changes)
 
 
 def _write(window: Window, bucket: Bucket, destination: Destination, key: str, url: str,

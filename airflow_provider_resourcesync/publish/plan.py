@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.model import Change
 from ..storage.base import Destination
@@ -34,7 +34,7 @@ from ..storage.source.records import micros
 from .lines import read_lines, write_lines
 from .packages import Planned
 
-__all__ = ["Plan", "dated_apart", "read_plan", "write_plan"]
+__all__ = ["DatedApart", "Plan", "read_plan", "write_plan"]
 
 _TICK = timedelta(microseconds=1)
 _SCHEMA = "CREATE TABLE changes (time INTEGER, key TEXT, row TEXT);"
@@ -43,34 +43,46 @@ _VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    """A run's window ``(start, end]`` and the inventory time it was planned from."""
+    """A run's window ``(start, end]``, the inventory time it was planned from, and the key
+    of the objects as published once it is carried out (:mod:`.published`)."""
 
     start: datetime | None
     end: datetime
     inventory_time: datetime
+    objects: str
 
 
-@contextmanager
-def dated_apart(changes: Iterable[Planned]) -> Iterator[Iterator[Planned]]:
-    """``changes``, all taken in on entering, given back by time then key, each later than
-    the one before (see the module)."""
-    with closing(scratch_database(_SCHEMA)) as database:
-        database.execute("BEGIN")
-        database.executemany("INSERT INTO changes VALUES (?, ?, ?)", (
-            (micros(change.when, "a change time"), change.key, json.dumps(_row(change)))
-            for change in changes))
-        database.execute("COMMIT")
-        yield _apart(database.execute("SELECT row FROM changes ORDER BY time, key"))
+class DatedApart(ClosedOnExit):
+    """Changes by time then key, each later than the one before (see the module): all taken
+    in when made, held in a scratch database until :meth:`close`; :attr:`last` is the last
+    one's time, and iterating gives them (as often as asked)."""
 
+    def __init__(self, changes: Iterable[Planned]) -> None:
+        self._database = scratch_database(_SCHEMA)
+        self.last: datetime | None = None
+        try:
+            self._database.execute("BEGIN")
+            self._database.executemany("INSERT INTO changes VALUES (?, ?, ?)", (
+                (micros(change.when, "a change time"), change.key, json.dumps(_row(change)))
+                for change in changes))
+            self._database.execute("COMMIT")
+            for change in self:
+                self.last = change.when
+        except BaseException:
+            self.close()
+            raise
 
-def _apart(rows: Iterable[tuple[str]]) -> Iterator[Planned]:
-    before: datetime | None = None
-    for (row,) in rows:
-        change = _planned(json.loads(row))
-        if before is not None and change.when <= before:
-            change = replace(change, when=before + _TICK)
-        before = change.when
-        yield change
+    def __iter__(self) -> Iterator[Planned]:
+        before: datetime | None = None
+        for (row,) in self._database.execute("SELECT row FROM changes ORDER BY time, key"):
+            change = _planned(json.loads(row))
+            if before is not None and change.when <= before:
+                change = replace(change, when=before + _TICK)
+            before = change.when
+            yield change
+
+    def close(self) -> None:
+        self._database.close()
 
 
 def write_plan(destination: Destination, key: str, plan: Plan, changes: Iterable[Planned]
@@ -78,7 +90,8 @@ def write_plan(destination: Destination, key: str, plan: Plan, changes: Iterable
     """Write ``plan`` and its ``changes`` (in order) at ``key``; how many changes."""
     return write_lines(destination, key, {
         "version": _VERSION, "start": _time(plan.start), "end": _time(plan.end),
-        "inventory_time": _time(plan.inventory_time)}, (_row(change) for change in changes))
+        "inventory_time": _time(plan.inventory_time), "objects": plan.objects},
+        (_row(change) for change in changes))
 
 
 def read_plan(destination: Destination, key: str) -> tuple[Plan, Iterator[Planned]]:
@@ -91,9 +104,11 @@ def read_plan(destination: Destination, key: str) -> tuple[Plan, Iterator[Planne
 
 def _plan(head: dict[str, Any]) -> Plan:
     end, inventory_time = _parsed(head["end"]), _parsed(head["inventory_time"])
-    if head.get("version") != _VERSION or end is None or inventory_time is None:
+    objects = head["objects"]
+    if head.get("version") != _VERSION or end is None or inventory_time is None or (
+            not isinstance(objects, str)):
         raise ValueError(f"version {head.get('version')!r}")
-    return Plan(_parsed(head["start"]), end, inventory_time)
+    return Plan(_parsed(head["start"]), end, inventory_time, objects)
 
 
 def _row(change: Planned) -> list[object]:

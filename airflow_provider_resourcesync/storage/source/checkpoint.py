@@ -57,13 +57,14 @@ class SavedRecord:
         return cls(saved_at, value["changelist"], value["checkpoint"], value.get("public_url"))
 
 
-def saved_checkpoint(destination: Destination) -> dict[str, Any] | None:
-    """The checkpoint the mirror at ``destination`` last saved, reading nothing else (for a
-    sensor, say); None: no run saved one.
+def saved_checkpoint(destination: Destination, key: str = CHECKPOINT
+                     ) -> dict[str, Any] | None:
+    """The checkpoint saved at ``key`` (the mirror's, by default) at ``destination``, reading
+    nothing else (for a sensor, say); None: no run saved one.
 
     :raises DocumentError: the saved record is not readable.
     """
-    data = destination.read_bytes(CHECKPOINT)
+    data = destination.read_bytes(key)
     if data is None:
         return None
-    return SavedRecord.parse(data, destination.object_url(CHECKPOINT)).checkpoint
+    return SavedRecord.parse(data, destination.object_url(key)).checkpoint

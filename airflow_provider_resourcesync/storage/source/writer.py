@@ -281,7 +281,7 @@ class SourceWriter(ClosedOnExit):
         if journal:
             changelist = self._journal.list_key(now)
         elif changelist is None and (unindexed or self._journal.index_exists()):
-            changelist = self._key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
+            changelist = self.key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
         record = SavedRecord(now, changelist, checkpoint, self._documents.base).to_bytes()
         index = self._index = self._index or self._open_index()
         self._store.mark_stored(micros(now, "the clock's time"))
@@ -309,13 +309,13 @@ class SourceWriter(ClosedOnExit):
             index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
             self._compact = False
         documents = self._documents
-        documents.write(self._key(CAPABILITY_LIST), Head(
+        documents.write(self.key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
-            links=(Link(rel="up", href=self.url(self._key(DESCRIPTION))),)),
+            links=(Link(rel="up", href=self.url(self.key(DESCRIPTION))),)),
             [*self._capabilities(), *capabilities])
-        documents.write(self._key(DESCRIPTION), Head(md=Metadata(capability="description")), [
-            Entry(self.url(self._key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
-        self.destination.write_bytes(self._key(CHECKPOINT), record, "application/json")
+        documents.write(self.key(DESCRIPTION), Head(md=Metadata(capability="description")), [
+            Entry(self.url(self.key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
+        self.destination.write_bytes(self.key(CHECKPOINT), record, "application/json")
         self._store.clear_changes()
         self._checkpoint = json.loads(record)["checkpoint"]
         self._saved_at = now
@@ -336,27 +336,35 @@ class SourceWriter(ClosedOnExit):
         the destination's own URL."""
         return self._documents.url(key)
 
+    def key(self, name: str) -> str:
+        """The key of a document named as under :data:`RESERVED_PREFIX` (``RESOURCE_LIST``...),
+        under this writer's location."""
+        return self._documents.key(name)
+
+    def series(self, capability: str, index: str, folder: str) -> Journal:
+        """Another series of documents kept one per save as the journal is, in an index of
+        their own (a publisher's Change Dumps, 13.1): ``index`` and ``folder`` are named as
+        under :data:`RESERVED_PREFIX`."""
+        return Journal(self._documents, capability=capability, index=index, folder=folder)
+
     def close(self) -> None:
         """Drop the scratch database."""
         self._store.close()
 
-    def _key(self, key: str) -> str:
-        return self._documents.key(key)
-
     def _capabilities(self) -> list[Entry]:
-        entries = [Entry(self.url(self._key(RESOURCE_LIST)),
+        entries = [Entry(self.url(self.key(RESOURCE_LIST)),
                          md=Metadata(capability="resourcelist"))]
         if self._changelist is not None:
-            entries.append(Entry(self.url(self._key(CHANGE_LIST_INDEX)),
+            entries.append(Entry(self.url(self.key(CHANGE_LIST_INDEX)),
                                  md=Metadata(capability="changelist")))
         return entries
 
     # -- loading ---------------------------------------------------------------------------------
 
     def _load(self) -> None:
-        data = self.destination.read_bytes(self._key(CHECKPOINT))
+        data = self.destination.read_bytes(self.key(CHECKPOINT))
         if data is not None:
-            saved = SavedRecord.parse(data, self.destination.object_url(self._key(CHECKPOINT)))
+            saved = SavedRecord.parse(data, self.destination.object_url(self.key(CHECKPOINT)))
             self._saved_at = saved.saved_at
             self._changelist = saved.changelist
             self._checkpoint = saved.checkpoint
@@ -370,7 +378,7 @@ class SourceWriter(ClosedOnExit):
     def _open_index(self) -> ShardIndex:
         """The lookup index, brought up to date with the journal (:meth:`_replayed`). It is
         derived from the documents: one that cannot be read is built again from them."""
-        prefix = self._key(INDEX)
+        prefix = self.key(INDEX)
         try:
             return self._replayed(ShardIndex.open(self.destination, prefix))
         except DocumentError:  # a fault in the documents themselves is raised again below
@@ -382,7 +390,7 @@ class SourceWriter(ClosedOnExit):
         A collection with none yet (written before there was one) gets one built from its Resource
         List first."""
         if index.stamp is None and self._snapshot.exists():
-            index = ShardIndex.build(self.destination, self._key(INDEX),
+            index = ShardIndex.build(self.destination, self.key(INDEX),
                                      self._snapshot.records(), self._snapshot_stamp())
         for stamp, keys in self._journal.since(index.stamp):
             index.apply(((uri, held) for uri, held, _ in self._journal.changes(keys)), stamp)

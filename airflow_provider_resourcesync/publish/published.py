@@ -1,0 +1,60 @@
+"""The objects as last published: the inventory a run published from, in key order (its latest
+versions, delete markers left out), kept at the destination for the next run's diff.
+
+Written while the diff reads the inventory (:func:`keeping`), so the inventory is read once.
+Objects a run left for the next one (changed or gone since the inventory, :mod:`.bucket`) are
+read back with no ETag, so the next diff finds them changed whatever its inventory says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..storage.base import Destination
+from .inventory.objects import InventoryObject
+from .lines import lines_writer, read_lines
+
+__all__ = ["keeping", "read_published"]
+
+_VERSION = 1
+_WHAT = "the objects as last published"
+
+
+def keeping(destination: Destination, key: str, inventory: Iterable[InventoryObject]
+            ) -> Iterator[InventoryObject]:
+    """``inventory`` passed through, its latest objects kept at ``key`` as they pass: committed
+    once the inventory has been read to its end, and not at all if it is not."""
+    with lines_writer(destination, key, {"version": _VERSION}) as write:
+        for item in inventory:
+            if item.is_latest and not item.is_delete_marker:
+                write([item.key, item.size, item.etag, format_datetime(item.last_modified),
+                       item.version_id])
+            yield item
+
+
+def read_published(destination: Destination, key: str, unknown: Iterable[str] = ()
+                   ) -> Iterator[InventoryObject]:
+    """The objects kept at ``key``, in key order; those of ``unknown`` keys with no ETag.
+
+    :raises DocumentError: the record cannot be read (its key and line named).
+    """
+    _, rows = read_lines(destination, key, _WHAT, _head, _object)
+    blank = frozenset(unknown)
+    for item in rows:
+        yield InventoryObject(item.key, item.size, "", item.last_modified, item.version_id) \
+            if item.key in blank else item
+
+
+def _head(head: dict[str, Any]) -> None:
+    if head.get("version") != _VERSION:
+        raise ValueError(f"version {head.get('version')!r}")
+
+
+def _object(row: Any) -> InventoryObject:
+    key, size, etag, last_modified, version_id = row
+    if not (isinstance(key, str) and type(size) is int and isinstance(etag, str)
+            and isinstance(last_modified, str) and isinstance(version_id, str | None)):
+        raise TypeError("a field of the wrong type")
+    return InventoryObject(key, size, etag, parse_datetime(last_modified), version_id)

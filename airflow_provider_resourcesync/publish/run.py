@@ -1,0 +1,288 @@
+"""Publishing a collection as a ResourceSync Source, run after run (docs/publishing.md).
+
+A run diffs an inventory against the objects as last published (:mod:`.published`), plans its
+changes (:mod:`.plan`), and carries the plan out through the Source writer
+(:class:`~..storage.source.writer.SourceWriter`): the first run publishes a Resource List of
+every object; each later one Change Dump packages of its changes (:mod:`.packages`), a Change
+Dump listing them (13.1) in the Change Dump Index, and a Change List of the same changes (12.1).
+
+Writes, in order: the objects as published now and the plan; then the packages and their
+manifest copies; the Change Dump and its index; then the writer's save (the Change List and
+its index, at a compaction the Resource List, the Capability List, the Source Description and
+``checkpoint.json``); last the plan and the older objects record are deleted. Nothing written
+points at what is not yet written. A run killed anywhere finds its plan on the next run and
+carries it out again before it reads a newer inventory: packages written whole are taken as
+they are, and the writer lists no change twice (it replays its own Change Lists), so every
+change is published once.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from ..errors import DocumentError
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.hashes import Hashes
+from ..protocol.model import Change, Entry, Metadata
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX, normalized
+from ..storage.source.checkpoint import saved_checkpoint
+from ..storage.source.documents import CAPABILITY_LIST, CHECKPOINT, base_url
+from ..storage.source.held import Held
+from ..storage.source.journal import stamp_at
+from ..storage.source.writer import SourceWriter
+from .bucket import Bucket
+from .diff import Change as Diffed
+from .diff import changes
+from .inventory.objects import InventoryObject
+from .packages import PackageSize, Planned, cut, write_packages
+from .plan import DatedApart, Plan, read_plan, write_plan
+from .published import keeping, read_published
+
+__all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
+
+#: The Change Dump Index (13.1), over one Change Dump per run that found changes.
+CHANGE_DUMP_INDEX = RESERVED_PREFIX + "changedump.xml"
+_CHANGE_DUMPS = RESERVED_PREFIX + "changedumps/"
+_PACKAGES = RESERVED_PREFIX + "packages/"
+_OBJECTS = RESERVED_PREFIX + "objects/"
+_PLANS = RESERVED_PREFIX + "plans/"
+_VERSION = 1
+_MD5 = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True, slots=True)
+class Publication:
+    """Where and how a collection is published.
+
+    :param destination: where the documents and packages are written.
+    :param base_url: where the collection's objects are served (each ``loc`` is it plus the
+        percent-encoded key).
+    :param publish_url: where ``destination`` is served (None: its own URLs).
+    :param location: the key prefix of the documents at ``destination`` (``""`` or ending
+        with ``/``).
+    :param size: when a package closes.
+    :param algorithms: the hashes of each bitstream (``md5``, ``sha-256``).
+    """
+
+    destination: Destination
+    base_url: str
+    publish_url: str | None = None
+    location: str = ""
+    size: PackageSize = field(default_factory=PackageSize)
+    algorithms: tuple[str, ...] = ("md5",)
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """What a run published: changes, packages and their bytes, the keys left for the next
+    run (changed or gone since the inventory), and the checkpoint saved."""
+
+    changes: int
+    packages: int
+    package_bytes: int
+    left: tuple[str, ...]
+    checkpoint: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    """The last run's checkpoint: the end of its window, its objects record, what it left."""
+
+    time: datetime
+    objects: str
+    left: tuple[str, ...]
+
+    @classmethod
+    def of(cls, checkpoint: dict[str, Any] | None, url: str) -> _Saved | None:
+        if checkpoint is None:
+            return None
+        try:
+            left = checkpoint["left"]
+            if checkpoint["version"] != _VERSION or not isinstance(left, list):
+                raise ValueError(f"version {checkpoint['version']!r}")
+            return cls(parse_datetime(checkpoint["time"]), str(checkpoint["objects"]),
+                       tuple(str(key) for key in left))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DocumentError(f"not a publication's checkpoint ({exc}): publish to another "
+                                "location, or delete it to publish from scratch",
+                                url=url) from exc
+
+
+def publish(publication: Publication, inventory: Iterable[InventoryObject],
+            inventory_time: datetime, bucket: Bucket, *,
+            log: Callable[[str], None] = lambda _: None) -> Published:
+    """Publish what changed since the last run, as ``inventory`` (in key order: a listing, a
+    directory walk, an ordered report) lists the collection at ``inventory_time``.
+
+    A run killed before is carried out first. An inventory not newer than the last run's
+    publishes nothing.
+
+    :raises InventoryError: the inventory cannot be read or holds what cannot be published.
+    :raises PublishError: an object cannot be read or packaged.
+    :raises DocumentError: what the last run kept cannot be read.
+    :raises DestinationError: the destination refused a write.
+    """
+    destination = publication.destination
+    done = _finish_killed(publication, bucket, log)
+    saved = done.saved if done is not None else _load_saved(publication)
+    if saved is not None and inventory_time <= saved.time:
+        log(f"the inventory of {format_datetime(inventory_time)} is not newer than the last "
+            f"run's window, up to {format_datetime(saved.time)}: nothing new to publish")
+        checkpoint = _checkpoint(saved.time, saved.objects, list(saved.left))
+        return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
+    stamp = stamp_at(inventory_time)
+    objects = _key(publication, f"{_OBJECTS}{stamp}.jsonl.gz")
+    before = read_published(destination, saved.objects, saved.left) if saved else iter(())
+    diffed = changes(before, keeping(destination, objects, inventory),
+                     since=saved.time if saved else None, until=inventory_time)
+    resources = base_url(publication.base_url)
+    with DatedApart(_planned(change, resources) for change in diffed) as ordered:
+        plan = Plan(saved.time if saved else None, max(inventory_time, ordered.last or
+                                                       inventory_time), inventory_time, objects)
+        plan_key = _key(publication, f"{_PLANS}{stamp}.jsonl.gz")
+        count = write_plan(destination, plan_key, plan, ordered)
+    log(f"{count:,} changes found since "
+        f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
+    return _carry_out(publication, plan_key, bucket, saved, log).result
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    saved: _Saved
+    result: Published
+
+
+def _finish_killed(publication: Publication, bucket: Bucket,
+                   log: Callable[[str], None]) -> _Done | None:
+    """Carry out the plan a killed run left, if any; delete one carried out already."""
+    destination = publication.destination
+    done = None
+    for plan_key in sorted(destination.keys(_key(publication, _PLANS))):
+        saved = _load_saved(publication)
+        plan, _ = read_plan(destination, plan_key)
+        if saved is not None and plan.end <= saved.time:
+            destination.delete(plan_key)  # carried out; killed before this delete
+            continue
+        log(f"a run was stopped before it finished: carrying out its plan {plan_key} first")
+        done = _carry_out(publication, plan_key, bucket, saved, log)
+    return done
+
+
+def _carry_out(publication: Publication, plan_key: str, bucket: Bucket,
+               saved: _Saved | None, log: Callable[[str], None]) -> _Done:
+    destination = publication.destination
+    plan, planned = read_plan(destination, plan_key)
+    with SourceWriter.load(destination, location=publication.location,
+                           public_base_url=publication.publish_url,
+                           resources_url=publication.base_url,
+                           clock=lambda: plan.end) as writer:
+        tally = _Tally()
+        if plan.start is None:  # the first run: a Resource List of every object
+            for change in planned:
+                writer.put(_described(change), when=change.when)
+                tally.changes += 1
+        else:
+            _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
+        dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+        capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
+                              md=Metadata(capability="changedump"))] \
+            if dumps.index_exists() else []
+        checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
+        writer.save(checkpoint=checkpoint, capabilities=capabilities)
+    for stale in destination.keys(_key(publication, _OBJECTS)):
+        if stale != plan.objects:
+            destination.delete(stale)
+    destination.delete(plan_key)
+    if tally.left:
+        log(f"{len(tally.left):,} objects changed or went since the inventory: left for the "
+            f"next run (e.g. {tally.left[0]!r})")
+    return _Done(_Saved(plan.end, plan.objects, tuple(tally.left)),
+                 Published(tally.changes, tally.packages, tally.bytes, tuple(tally.left),
+                           checkpoint))
+
+
+@dataclass(slots=True)
+class _Tally:
+    changes: int = 0
+    packages: int = 0
+    bytes: int = 0
+    left: list[str] = field(default_factory=list)
+
+
+def _packaged(publication: Publication, writer: SourceWriter, start: datetime, plan: Plan,
+              planned: Iterable[Planned], bucket: Bucket, tally: _Tally,
+              log: Callable[[str], None]) -> None:
+    """The plan's changes in packages, recorded by the writer, and the run's Change Dump
+    listing the packages in the Change Dump Index."""
+    listed: list[Entry] = []
+    capability_list = writer.url(writer.key(CAPABILITY_LIST))
+    for package in write_packages(cut(planned, publication.size, start, plan.end), bucket,
+                                  publication.destination, writer.key(_PACKAGES), writer.url,
+                                  capability_list, publication.algorithms):
+        _record(writer, package.changes, package.manifest)
+        length = package.entry.md.length or 0 if package.entry.md else 0
+        tally.left += [change.key for change in package.left]
+        tally.changes += len(package.manifest)
+        tally.packages += 1
+        tally.bytes += length
+        listed.append(package.entry)
+        log(f"package {tally.packages}: {len(package.manifest):,} changes, {length:,} bytes, "
+            f"{package.entry.loc}")
+    if listed:
+        dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+        key = dumps.list_key(plan.end)
+        earlier = [entry for entry in dumps.listed()
+                   if not entry.loc.startswith(writer.url(key.removesuffix(".xml")))]
+        dumps.write_index([*earlier, *dumps.write(key, start, plan.end, listed)])
+
+
+def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry]) -> None:
+    """The packaged changes into the writer, each described as its package describes it."""
+    keys = {change.uri: change.key for change in planned}
+    for entry in manifest:
+        md = entry.md
+        assert md is not None and md.datetime is not None
+        if entry.change is Change.DELETED:
+            writer.remove(entry.loc, when=md.datetime)
+        else:
+            writer.put(Held(entry.loc, keys[entry.loc], md.length or 0, md.hash or Hashes(()),
+                            entry.lastmod, md.type), when=md.datetime)
+
+
+def _described(change: Planned) -> Held:
+    """A first run's object, described by the inventory (its ETag is its MD5 where it is
+    one: an object S3 stored in one part, unencrypted or SSE-S3)."""
+    etag = change.etag.lower()
+    hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
+    return Held(change.uri, change.key, change.size, hashes, change.when,
+                mimetypes.guess_type(change.key)[0])
+
+
+def _planned(change: Diffed, resources: str) -> Planned:
+    current = change.current
+    uri = normalized(resources + quote(change.key, safe="/"))
+    if current is None:
+        return Planned(change.key, uri, Change.DELETED, change.time)
+    return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
+                   current.etag, current.version_id)
+
+
+def _load_saved(publication: Publication) -> _Saved | None:
+    key = _key(publication, CHECKPOINT)
+    destination = publication.destination
+    return _Saved.of(saved_checkpoint(destination, key), destination.object_url(key))
+
+
+def _checkpoint(time: datetime, objects: str, left: list[str]) -> dict[str, Any]:
+    return {"version": _VERSION, "time": format_datetime(time), "objects": objects,
+            "left": left}
+
+
+def _key(publication: Publication, name: str) -> str:
+    return publication.location + name.removeprefix(RESERVED_PREFIX)

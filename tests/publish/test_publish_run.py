@@ -1,0 +1,106 @@
+"""A directory published as a ResourceSync Source, changed three times and published again after
+each change, is followed exactly over HTTP by our own engines, by Change Dump and by Change List
+(issue 15); every document written validates; a run with no changes publishes nothing new."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.publish.bucket import LocalBucket
+from airflow_provider_resourcesync.publish.inventory import walk_directory
+from airflow_provider_resourcesync.publish.packages import PackageSize
+from airflow_provider_resourcesync.publish.run import Publication, Published, publish
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.incremental import run_incremental
+from airflow_provider_resourcesync.testing import SourceServer
+from tests.sync.conftest import client_for, held
+
+METHODS = ("changedump", "changelist")
+
+
+def serve(web: SourceServer, root: Path, prefix: str, served: set[str]) -> set[str]:
+    """Serve every file under ``root`` at ``prefix``, as a web server over the directory
+    would; what is gone answers 404. The paths served."""
+    paths = set()
+    for path in root.rglob("*"):
+        if path.is_file():
+            key = path.relative_to(root).as_posix()
+            url_path = prefix + quote(key, safe="/")
+            web.put(url_path, path.read_bytes(), "application/xml" if key.endswith(".xml")
+                    else "application/octet-stream")
+            paths.add(url_path)
+    for gone in served - paths:
+        web.remove(gone)
+    return paths
+
+
+def collection(web: SourceServer, root: Path) -> dict[str, bytes]:
+    """The directory's files by the URL they are served at."""
+    return {web.url("/bucket/") + quote(path.relative_to(root).as_posix(), safe="/"):
+            path.read_bytes() for path in root.rglob("*") if path.is_file()}
+
+
+def write(root: Path, key: str, body: bytes) -> None:
+    (root / key).parent.mkdir(parents=True, exist_ok=True)
+    (root / key).write_bytes(body)
+
+
+def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_list(
+        tmp_path: Path) -> None:
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    for number in range(6):
+        write(root, f"docs/{number}.txt", f"first {number}\n".encode())
+    write(root, "a b/é.txt", b"spaces and accents\n")
+    published = LocalDestination(out)
+    mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
+    with SourceServer(max_lifetime=300) as web, client_for(web) as reader:
+        publication = Publication(published, base_url=web.url("/bucket/"),
+                                  publish_url=web.url("/pub/"), size=PackageSize(entries=2))
+        served: dict[str, set[str]] = {"/bucket/": set(), "/pub/": set()}
+
+        def run() -> Published:
+            done = publish(publication, walk_directory(root), datetime.now(UTC),
+                           LocalBucket(root))
+            for prefix, folder in (("/bucket/", root), ("/pub/", out)):
+                served[prefix] = serve(web, folder, prefix, served[prefix])
+            return done
+
+        first = run()
+        assert first.changes == 7 and first.packages == 0  # a Resource List, no Change Dump
+        capability_list = web.url("/pub/capabilitylist.xml")
+        points = {method: run_baseline(reader, mirrors[method],
+                                       capability_list_url=capability_list)
+                  for method in METHODS}
+        rounds: list[Callable[[], None]] = [
+            lambda: (write(root, "docs/0.txt", b"second\n"), write(root, "new.txt", b"new\n"),
+                     (root / "docs" / "1.txt").unlink()),
+            lambda: (write(root, "docs/0.txt", b"third\n"), write(root, "deep/er/x.bin",
+                                                                  os.urandom(5000)),
+                     (root / "a b" / "é.txt").unlink(), write(root, "docs/1.txt", b"back\n")),
+            lambda: [write(root, f"docs/{number}.txt", b"fourth\n") for number in range(6)],
+        ]
+        for change in rounds:
+            change()
+            done = run()
+            assert done.changes and done.packages and not done.left
+            for method in METHODS:
+                points[method] = run_incremental(reader, mirrors[method],
+                                                 capability_list_url=capability_list,
+                                                 checkpoint=points[method], method=method)
+                assert held(mirrors[method]) == collection(web, root), method
+        quiet = run()
+        assert (quiet.changes, quiet.packages) == (0, 0)
+    for document in out.rglob("*.xml"):
+        with document.open("rb") as stream:
+            assert not has_errors(validate_source(stream, url=str(document))), document
+    dumps = read_document((out / "changedump.xml").read_bytes())
+    assert dumps.head.md is not None and dumps.head.md.capability == "changedump"
+    assert len(dumps.entries) == 3  # one Change Dump per run that found changes
+    assert not list(out.glob("plans/*")) and len(list(out.glob("objects/*"))) == 1
