@@ -1,0 +1,139 @@
+"""A publishing run killed for real (SIGKILL in a child process) just before each of its writes
+in turn, then made again with a newer inventory: every change is published once, in the
+Change Lists and in the Change Dump packages, every document validates, and our engines
+following the publication by Change Dump and by Change List from before the killed run end
+equal to the directory (issue 15, item 5)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from airflow_provider_resourcesync.protocol.package import open_package
+from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.publish.bucket import LocalBucket
+from airflow_provider_resourcesync.publish.inventory import walk_directory
+from airflow_provider_resourcesync.publish.packages import PackageSize
+from airflow_provider_resourcesync.publish.run import Publication, publish
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.incremental import run_incremental
+from airflow_provider_resourcesync.testing import SourceServer
+from tests.sync.conftest import client_for, held
+
+from .test_publish_run import METHODS, collection, serve, write
+
+ROOT = Path(__file__).parents[2]
+T1 = datetime(2030, 1, 1, tzinfo=UTC)  # after every file's modification time
+
+#: Publishes the directory argv[1] to argv[2] as of argv[4], killing itself just before its
+#: argv[3]-th write.
+_KILLED = """
+import sys
+from datetime import datetime
+from airflow_provider_resourcesync.publish.bucket import LocalBucket
+from airflow_provider_resourcesync.publish.inventory import walk_directory
+from airflow_provider_resourcesync.publish.packages import PackageSize
+from airflow_provider_resourcesync.publish.run import Publication, publish
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from tests.storage.source.records import kill_before_write
+
+destination = LocalDestination(sys.argv[2])
+kill_before_write(destination, int(sys.argv[3]), prefix="")
+publication = Publication(destination, base_url=sys.argv[5], publish_url=sys.argv[6],
+                          size=PackageSize(entries=2))
+publish(publication, walk_directory(sys.argv[1]), datetime.fromisoformat(sys.argv[4]),
+        LocalBucket(sys.argv[1]))
+"""
+
+
+def published_changes(out: Path, after: datetime) -> tuple[Counter[str], Counter[str]]:
+    """How often each change after ``after`` is listed: in the Change Lists, in the Change
+    Dump packages' manifests (each package read by our reader)."""
+    listed: Counter[str] = Counter()
+    for part in read_document((out / "changelist.xml").read_bytes()).entries:
+        for entry in read_document((out / "changes" / part.loc.rpartition("/")[2])
+                                   .read_bytes()).entries:
+            assert entry.md is not None and entry.md.datetime is not None
+            if entry.md.datetime > after:
+                listed[f"{entry.loc} {entry.md.change}"] += 1
+    packaged: Counter[str] = Counter()
+    for dump in read_document((out / "changedump.xml").read_bytes()).entries:
+        for package in read_document((out / "changedumps" / dump.loc.rpartition("/")[2])
+                                     .read_bytes()).entries:
+            with open_package(out / "packages" / package.loc.rpartition("/")[2]) as opened:
+                for entry in opened.manifest.entries:
+                    assert entry.md is not None
+                    packaged[f"{entry.loc} {entry.md.change}"] += 1
+    return listed, packaged
+
+
+def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_change_once(
+        tmp_path: Path) -> None:
+    root, start = tmp_path / "bucket", tmp_path / "published-before"
+    for number in range(5):
+        write(root, f"docs/{number}.txt", f"first {number}\n".encode())
+    with SourceServer(max_lifetime=600) as web, client_for(web) as reader:
+        base, pub = web.url("/bucket/"), web.url("/pub/")
+
+        def publication(out: Path) -> Publication:
+            return Publication(LocalDestination(out), base_url=base, publish_url=pub,
+                               size=PackageSize(entries=2))
+
+        publish(publication(start), walk_directory(root), T1, LocalBucket(root))
+        bucket_paths = serve(web, root, "/bucket/", set())
+        pub_paths = serve(web, start, "/pub/", set())
+        capability_list = pub + "capabilitylist.xml"
+        standing = {method: LocalDestination(tmp_path / f"{method}-before") for method in METHODS}
+        points = {method: run_baseline(reader, standing[method],
+                                       capability_list_url=capability_list)
+                  for method in METHODS}
+        write(root, "docs/0.txt", b"second\n")
+        write(root, "new/one.txt", b"new\n")
+        write(root, "new/two.txt", b"two\n")
+        (root / "docs" / "3.txt").unlink()
+        bucket_paths = serve(web, root, "/bucket/", bucket_paths)
+        expected = {f"{base}docs/0.txt updated", f"{base}new/one.txt created",
+                    f"{base}new/two.txt created", f"{base}docs/3.txt deleted"}
+        killed_at: list[str] = []
+        for trial in range(1, 60):  # one kill per write of the run, until a run is not killed
+            out = tmp_path / f"published-{trial}"
+            shutil.copytree(start, out)
+            child = subprocess.run(
+                [sys.executable, "-c", _KILLED, str(root), str(out), str(trial),
+                 (T1 + timedelta(days=1)).isoformat(), base, pub],
+                cwd=ROOT, capture_output=True, text=True, timeout=120)
+            if child.returncode == 0:
+                break
+            assert child.returncode == -signal.SIGKILL, child.stderr
+            killed_at.append(child.stdout.strip())
+            publish(publication(out), walk_directory(root), T1 + timedelta(days=2),
+                    LocalBucket(root))  # made again, with a newer inventory
+            listed, packaged = published_changes(out, T1)
+            assert set(listed) == set(packaged) == expected, (killed_at[-1], listed)
+            assert max(listed.values()) == max(packaged.values()) == 1, killed_at[-1]
+            for document in out.rglob("*.xml"):
+                with document.open("rb") as stream:
+                    assert not has_errors(validate_source(stream, url=str(document)))
+            pub_paths = serve(web, out, "/pub/", pub_paths)
+            for method in METHODS:
+                mirror = tmp_path / f"{method}-{trial}"
+                shutil.copytree(tmp_path / f"{method}-before", mirror)
+                copied = LocalDestination(mirror)
+                run_incremental(reader, copied, capability_list_url=capability_list,
+                                checkpoint=replace(points[method], destination=copied.url),
+                                method=method)
+                assert held(LocalDestination(mirror)) == collection(web, root), (
+                    killed_at[-1], method)
+        else:
+            raise AssertionError("every run was killed")
+    writes = {key.split("/")[0].split(".")[0] for key in killed_at}
+    assert {"objects", "plans", "packages", "changedumps", "changedump", "changes",
+            "changelist", "index", "capabilitylist", "description", "checkpoint"} <= writes
