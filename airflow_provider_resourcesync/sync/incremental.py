@@ -210,7 +210,11 @@ class _Run:
                     reached = self._apply(coalesced, partial(self.transfer.unpack, opened))
             if self.tally.stats["failed"]:
                 return reached
-            position = reached
+            # a package does not change: read whole, its end is known (its until, 13.1), so a
+            # watch of the Change List from here sees no gap (protocol/gap.py)
+            until = package.md.until if package.md is not None else None
+            position = reached.ended(ChangeListRef(package.loc, until=until),
+                                     len(opened.manifest.entries))
         return position
 
     def _read(self, items: Iterable[ChangeItem], url: str) -> Iterator[ChangeItem]:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
+from airflow_provider_resourcesync.client.watch import drive, new_changes
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.publish.bucket import LocalBucket
@@ -41,9 +42,9 @@ def serve(web: SourceServer, root: Path, prefix: str, served: set[str]) -> set[s
     return paths
 
 
-def collection(web: SourceServer, root: Path) -> dict[str, bytes]:
-    """The directory's files by the URL they are served at."""
-    return {web.url("/bucket/") + quote(path.relative_to(root).as_posix(), safe="/"):
+def collection(web: SourceServer, root: Path, prefix: str = "/bucket/") -> dict[str, bytes]:
+    """The directory's files by the URL they are served at, under ``prefix``."""
+    return {web.url(prefix) + quote(path.relative_to(root).as_posix(), safe="/"):
             path.read_bytes() for path in root.rglob("*") if path.is_file()}
 
 
@@ -104,3 +105,33 @@ def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_
     assert dumps.head.md is not None and dumps.head.md.capability == "changedump"
     assert len(dumps.entries) == 3  # one Change Dump per run that found changes
     assert not list(out.glob("plans/*")) and len(list(out.glob("objects/*"))) == 1
+
+
+def test_a_mirror_following_by_change_dump_is_watched_on_the_change_list_with_no_gap(
+        tmp_path: Path) -> None:
+    """A checkpoint in a Change Dump package, read whole, covers the package's window: the
+    Change List sensor's watch from it finds the later changes, not a gap (protocol/gap.py)."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    write(root, "a.txt", b"a\n")
+    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
+        publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
+                                  publish_url=web.url("/pub/"))
+        served: dict[str, set[str]] = {"/bucket/": set(), "/pub/": set()}
+
+        def run() -> None:
+            publish(publication, walk_directory(root), datetime.now(UTC), LocalBucket(root))
+            for prefix, folder in (("/bucket/", root), ("/pub/", out)):
+                served[prefix] = serve(web, folder, prefix, served[prefix])
+
+        run()
+        mirror = LocalDestination(tmp_path / "mirror")
+        capability_list = web.url("/pub/capabilitylist.xml")
+        standing = run_baseline(reader, mirror, capability_list_url=capability_list)
+        write(root, "a.txt", b"a again\n")
+        run()
+        standing = run_incremental(reader, mirror, capability_list_url=capability_list,
+                                   checkpoint=standing, method="changedump")
+        write(root, "b.txt", b"b\n")
+        run()
+        seen = drive(reader, new_changes(web.url("/pub/changelist.xml"), standing.position))
+        assert (web.url("/bucket/b.txt"), "created") in seen.samples
