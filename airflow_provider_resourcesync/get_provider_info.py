@@ -12,6 +12,7 @@ _OPERATOR_MODULES = [
     "airflow_provider_resourcesync.operators.baseline",
     "airflow_provider_resourcesync.operators.incremental",
     "airflow_provider_resourcesync.operators.audit",
+    "airflow_provider_resourcesync.operators.publish",
 ]
 _SENSOR_MODULES = ["airflow_provider_resourcesync.sensors.changelist"]
 _TRIGGER_MODULES = ["airflow_provider_resourcesync.triggers.changelist"]

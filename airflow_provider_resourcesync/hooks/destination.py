@@ -19,7 +19,7 @@ from ..storage.base import Destination
 from ..storage.local import LocalDestination
 from ..storage.s3 import STALE_UPLOAD_AFTER, S3Destination
 
-__all__ = ["DestinationURL", "destination_asset_uri", "destination_from_url"]
+__all__ = ["DestinationURL", "destination_asset_uri", "destination_from_url", "s3_client"]
 
 _FORMS = "file:///absolute/path, /absolute/path or s3://bucket/prefix/"
 
@@ -101,11 +101,17 @@ def destination_from_url(url: str, *, aws_conn_id: str | None = "aws_default",
     parsed = DestinationURL.parse(url)
     if parsed.scheme == "file":
         return LocalDestination(parsed.path)
+    return S3Destination(s3_client(aws_conn_id), parsed.bucket, parsed.path,
+                         stale_upload_after=stale_upload_after)
+
+
+def s3_client(aws_conn_id: str | None) -> Any:
+    """The S3 client of the AWS connection ``aws_conn_id`` (None: boto3's default credentials),
+    through the amazon provider's ``S3Hook`` (see :func:`_s3_client`)."""
     # Imported here: the amazon provider is slow to import, and local mirrors do not need it.
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    return S3Destination(_s3_client(S3Hook, aws_conn_id), parsed.bucket, parsed.path,
-                         stale_upload_after=stale_upload_after)
+    return _s3_client(S3Hook, aws_conn_id)
 
 
 def _s3_client(hook: Any, aws_conn_id: str | None) -> Any:

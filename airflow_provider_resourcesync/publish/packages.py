@@ -38,11 +38,16 @@ from ..storage.base import Destination, ObjectInfo
 from ..storage.source.journal import stamp_at
 from .bucket import Bucket
 
-__all__ = ["Package", "PackageSize", "Planned", "cut", "write_packages"]
+__all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned", "cut",
+           "write_packages"]
 
 _ZIP = "application/zip"
 _XML = "application/xml"
 _GIB = 1024 ** 3
+#: A package's changes at most, by default: a manifest of about 4 MB.
+DEFAULT_ENTRIES = 10_000
+#: A package's bitstream bytes, by default, past which it closes.
+DEFAULT_BYTES = _GIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +75,8 @@ class PackageSize:
     :raises InvalidValueError: a limit our reader would refuse, or not positive.
     """
 
-    entries: int = 10_000
-    bytes: int = _GIB
+    entries: int = DEFAULT_ENTRIES
+    bytes: int = DEFAULT_BYTES
 
     def __post_init__(self) -> None:
         most = min(MAX_ENTRIES, DEFAULT_LIMITS.max_manifest_entries,

@@ -36,6 +36,7 @@ from airflow_provider_resourcesync.operators.baseline import (
 )
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.operators.next_step import next_step
+from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
 from airflow_provider_resourcesync.storage.keys import KeyMapper
@@ -59,7 +60,8 @@ def test_the_provider_info_follows_airflows_schema_and_names_the_operator_module
     [operators] = info["operators"]
     assert operators["python-modules"] == [ResourceSyncBaselineOperator.__module__,
                                            ResourceSyncIncrementalOperator.__module__,
-                                           ResourceSyncAuditOperator.__module__]
+                                           ResourceSyncAuditOperator.__module__,
+                                           ResourceSyncPublishOperator.__module__]
     [sensors], [triggers] = info["sensors"], info["triggers"]
     for module in (*operators["python-modules"], *sensors["python-modules"],
                    *triggers["python-modules"]):

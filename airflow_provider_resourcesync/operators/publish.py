@@ -1,0 +1,122 @@
+"""The publishing operator: a bucket (or a directory) published as a ResourceSync Source, run
+after run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from airflow.sdk import BaseOperator, Context
+
+from ..hooks.destination import destination_from_url
+from ..hooks.inventory import LIST, inventory_of
+from ..protocol.datetimes import format_datetime
+from ..publish.inventory import InventoryObject
+from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
+from ..publish.run import Publication, publish
+from ..shell import describe_outlet_events, destination_outlets
+from ..storage.source.checkpoint import saved_checkpoint
+from ..sync.tally import PROGRESS_SECONDS
+from .next_step import says_what_next
+from .rendered import rendered_value
+
+__all__ = ["ResourceSyncPublishOperator"]
+
+
+class ResourceSyncPublishOperator(BaseOperator):
+    """Publish a bucket prefix or a directory as a ResourceSync Source (docs/publishing.md):
+    the first run a Resource List of every object; each later run the changes since the one
+    before, in Change Dump packages (spec 13.1, 13.2) and in a Change List (12.1), with the
+    Capability List and Source Description over them.
+
+    The objects' changes are found by comparing the inventory with the objects as last
+    published, kept at ``publish_to``; that record, not the XCom, is where a run starts from
+    (a run killed midway is finished by the next one first). The task returns its checkpoint
+    as its XCom (the end of the window published, the record of the objects, the keys left for
+    the next run); ``publish_to`` is declared as an outlet ``Asset`` unless templated.
+
+    :param source: what to publish (templated): ``s3://bucket/prefix/``, ``file:///dir`` or
+        ``/dir``.
+    :param inventory: how to list it (templated): ``"list"`` (a live listing, or a directory
+        walk, when the task runs), or ``s3://bucket/.../manifest.json``, an S3 Inventory report
+        of the source's bucket (CSV, or ORC and Parquet with the ``parquet`` extra).
+    :param publish_to: where the documents and packages go (templated): ``s3://bucket/prefix/``,
+        ``file:///dir`` or ``/dir``; inside ``source`` it is left out of what is published.
+    :param base_url: where the source's objects are served (templated): each resource's URI is
+        it plus the percent-encoded key.
+    :param publish_url: where ``publish_to`` is served (templated); None: its own URLs.
+    :param package_entries: changes a package holds at most (at most 50,000).
+    :param package_bytes: bytes of bitstreams after which a package closes (an object larger
+        goes alone in a package of its own).
+    :param hashes: the hashes of each packaged object: ``"md5"``, ``"sha-256"`` or both.
+    :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
+    """
+
+    template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
+                                      "publish_url", "aws_conn_id")
+    ui_color = "#fdebd0"
+
+    def __init__(self, *, source: str, publish_to: str, base_url: str, inventory: str = LIST,
+                 publish_url: str | None = None, package_entries: int = DEFAULT_ENTRIES,
+                 package_bytes: int = DEFAULT_BYTES,
+                 hashes: Sequence[str] = ("md5",),
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.size = PackageSize(package_entries, package_bytes)
+        self.hashes = tuple(hashes)
+        self.source = source
+        self.inventory = inventory
+        self.publish_to = publish_to
+        self.base_url = base_url
+        self.publish_url = publish_url
+        self.aws_conn_id = aws_conn_id
+        self.add_outlets(destination_outlets(publish_to))
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        with says_what_next(self.log):
+            destination = destination_from_url(self.publish_to, aws_conn_id=self.aws_conn_id)
+            self._compare_previous(context, saved_checkpoint(destination, "checkpoint.json"))
+            listed = inventory_of(self.source, self.inventory, self.publish_to,
+                                  aws_conn_id=self.aws_conn_id)
+            self.log.info("Publishing %s as of %s to %s%s", listed.what,
+                          format_datetime(listed.time), destination.url,
+                          f" (leaving out {listed.excluded}, where it is written)"
+                          if listed.excluded else "")
+            publication = Publication(destination, base_url=self.base_url,
+                                      publish_url=self.publish_url or None, size=self.size,
+                                      algorithms=self.hashes)
+            done = publish(publication, self._counted(listed.objects), listed.time,
+                           listed.bucket, log=self.log.info)
+            self.log.info("Published %s changes in %s packages (%s bytes)%s", done.changes,
+                          done.packages, done.package_bytes,
+                          f"; {len(done.left)} left for the next run" if done.left else "")
+        return describe_outlet_events(context, self.outlets, done.checkpoint)
+
+    def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
+        """Log where the run starts: the state saved at ``publish_to``; this task's previous
+        XCom only says where the last run ended, and a difference is reported."""
+        ti = context["ti"]
+        previous = ti.xcom_pull(task_ids=self.task_id, include_prior_dates=True,
+                                map_indexes=ti.map_index)
+        if saved is None:
+            self.log.info("Nothing published at %s yet: this run publishes every object",
+                          self.publish_to)
+            return
+        self.log.info("Starting from the publication saved at %s, up to %s", self.publish_to,
+                      saved.get("time"))
+        if previous is not None and rendered_value(previous, "previous XCom") != saved:
+            self.log.warning("This task's previous XCom (%s) is not the checkpoint saved at %s: "
+                             "starting from the saved one, which the documents agree with",
+                             str(previous)[:200], self.publish_to)
+
+    def _counted(self, objects: Iterable[InventoryObject]) -> Iterator[InventoryObject]:
+        """``objects``, with a line logged every :data:`PROGRESS_SECONDS` of listing."""
+        count, last = 0, time.monotonic()
+        for item in objects:
+            count += 1
+            if time.monotonic() - last >= PROGRESS_SECONDS:
+                last = time.monotonic()
+                self.log.info("Listed %s objects so far (now at %s)", f"{count:,}", item.key)
+            yield item
+        self.log.info("Listed %s objects", f"{count:,}")
