@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo test lint bench bench-baseline bench-incremental
+.PHONY: uv demo test lint bench bench-baseline bench-incremental bench-publish
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -25,3 +25,6 @@ bench-baseline: uv
 
 bench-incremental: uv
 	$(UV) run --frozen python benchmarks/incremental.py
+
+bench-publish: uv
+	$(UV) run --frozen python benchmarks/publish.py

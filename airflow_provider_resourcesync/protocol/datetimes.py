@@ -106,8 +106,9 @@ def format_datetime(value: datetime) -> str:
     """
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidValueError(f"{value!r} has no time zone; ResourceSync datetimes need one")
-    utc = value.astimezone(UTC)
-    text = f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S")  # %Y drops zeros before 1000
+    utc = value if value.tzinfo is UTC else value.astimezone(UTC)
+    text = (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T"  # strftime is 3x slower
+            f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}")
     if utc.microsecond:
         text += f".{utc.microsecond:06d}".rstrip("0")
     return text + "Z"

@@ -38,7 +38,7 @@ from .model import (
 from .order import required_order
 from .paths import manifest_member, member_name_problem
 from .reader import DocumentReader
-from .writer import Serializer, document_bytes
+from .writer import Serializer
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -393,6 +393,8 @@ class PackageWriter(FinishedOnSuccess):
         self._order = required_order(kind)
         self._zip = zipfile.ZipFile(stream, "w")
         self._entries: list[Entry] = []
+        self._lines: list[bytes] = []  # the manifest's entries, serialized as recorded
+        self._manifest_bytes: bytes | None = None
         self._used: set[str] = set()
         self._algorithms = algorithms
         self._closed = False
@@ -419,7 +421,7 @@ class PackageWriter(FinishedOnSuccess):
                 f"{entry.loc}: a change with a bitstream is 'created' or 'updated', not "
                 f"{md.change!r} (add deletes with add_deleted)", section="13.2",
             )
-        self._check_entry(entry)
+        parts = self._checked_parts(entry)
         path = self._claim(_path_for(self._prefix, entry.loc))
         info = _zip_info(path[1:], zipfile.ZIP_STORED)
         info.file_size = md.length or 0  # a hint: ZIP64 is used where it may be needed
@@ -431,7 +433,8 @@ class PackageWriter(FinishedOnSuccess):
         digester.verify(entry.loc, hashes=md.hash, length=md.length)
         recorded = replace(
             entry, md=replace(md, path=path, hash=digester.hashes(), length=digester.length))
-        self._record(recorded)
+        assert recorded.md is not None
+        self._record(recorded, self._serializer.with_md(parts, recorded.md))
         return recorded
 
     def add_deleted(self, entry: Entry) -> Entry:
@@ -446,8 +449,7 @@ class PackageWriter(FinishedOnSuccess):
                 section="13.2",
             )
         recorded = replace(entry, md=replace(entry.md, path=None))
-        self._check_entry(recorded)
-        self._record(recorded)
+        self._record(recorded, "".join(self._checked_parts(recorded)).encode())
         return recorded
 
     @property
@@ -455,26 +457,37 @@ class PackageWriter(FinishedOnSuccess):
         """The manifest: the head and the entries recorded so far."""
         return Document(self.head, self._entries)
 
+    @property
+    def manifest_bytes(self) -> bytes:
+        """``manifest.xml`` as written into the package (once it is closed)."""
+        if self._manifest_bytes is None:
+            raise DocumentError("the package is not closed yet: its manifest is not written")
+        return self._manifest_bytes
+
     def close(self) -> None:
         """Write ``manifest.xml`` and finish the ZIP; the stream stays open."""
         if self._closed:
             return
         self._closed = True
-        self._zip.writestr(_zip_info(MANIFEST_NAME, zipfile.ZIP_DEFLATED),
-                           document_bytes(self.manifest))
+        self._manifest_bytes = b"".join([self._serializer.head(self.head), *self._lines,
+                                         self._serializer.end()])
+        self._zip.writestr(_zip_info(MANIFEST_NAME, zipfile.ZIP_DEFLATED), self._manifest_bytes)
         self._zip.close()
 
     def _check_open(self) -> None:
         if self._closed:
             raise DocumentError("the package is already closed")
 
-    def _check_entry(self, entry: Entry) -> None:
-        """Refuse, before anything of it is written, an entry the manifest could not list."""
-        self._serializer.entry(entry)
+    def _checked_parts(self, entry: Entry) -> tuple[str, str, str]:
+        """Refuse, before anything of it is written, an entry the manifest could not list;
+        the entry as the manifest lists it, in parts (see ``Serializer.entry_parts``)."""
+        parts = self._serializer.entry_parts(entry)
         if self._order is not None:
             self._order.require(entry)
+        return parts
 
-    def _record(self, entry: Entry) -> None:
+    def _record(self, entry: Entry, line: bytes) -> None:
+        self._lines.append(line)
         self._entries.append(entry)
         if self._order is not None:
             self._order.advance(entry)

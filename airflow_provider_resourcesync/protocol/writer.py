@@ -200,27 +200,41 @@ class Serializer:
         :raises InvalidValueError: naming the entry's ``<loc>`` and the value that cannot be
             written.
         """
+        return "".join(self.entry_parts(entry)).encode()
+
+    def entry_parts(self, entry: Entry) -> tuple[str, str, str]:
+        """:meth:`entry` in three parts: before its ``rs:md``, the ``rs:md``, after it (for an
+        entry written again with another ``rs:md``, :meth:`with_md`).
+
+        :raises InvalidValueError: as :meth:`entry`.
+        """
         if not entry.loc:
             raise InvalidValueError("an entry needs a <loc> (section 7)")
-        loc = _text(entry.loc, "<loc>")
         try:
-            return self._entry(entry, loc)
+            return self._entry(entry, _text(entry.loc, "<loc>"))
         except InvalidValueError as exc:
             raise InvalidValueError(f"the entry for {entry.loc}: {exc}") from None
 
-    def _entry(self, entry: Entry, loc: str) -> bytes:
+    def with_md(self, parts: tuple[str, str, str], md: Metadata) -> bytes:
+        """The entry of ``parts`` (:meth:`entry_parts`) with ``md`` as its ``rs:md``.
+
+        :raises InvalidValueError: a value of ``md`` cannot be written.
+        """
+        before, _, after = parts
+        return (before + self._md(md) + after).encode()
+
+    def _entry(self, entry: Entry, loc: str) -> tuple[str, str, str]:
         tag = self._entry_tag
         parts = [f"  <{tag}><loc>", loc, "</loc>"]
         if entry.lastmod is not None:
             parts += ["<lastmod>", _lastmod(entry.lastmod), "</lastmod>"]
         if entry.changefreq is not None:
             parts += ["<changefreq>", _text(entry.changefreq, "<changefreq>"), "</changefreq>"]
-        if entry.md is not None:
-            parts.append(self._md(entry.md))
-        parts.extend(self._link(link) for link in entry.links)
-        parts.extend(self._foreign(text, in_entry=True) for text in entry.extra)
-        parts.append(f"</{tag}>\n")
-        return "".join(parts).encode()
+        md = self._md(entry.md) if entry.md is not None else ""
+        after = [self._link(link) for link in entry.links]
+        after.extend(self._foreign(text, in_entry=True) for text in entry.extra)
+        after.append(f"</{tag}>\n")
+        return "".join(parts), md, "".join(after)
 
     def end(self) -> bytes:
         return f"</{self._root}>\n".encode()

@@ -30,10 +30,9 @@ from datetime import datetime
 
 from ..errors import InvalidValueError, PublishError
 from ..protocol.hashes import DigestingWriter
-from ..protocol.model import MAX_ENTRIES, Change, Document, Entry, Head, Link, Metadata
+from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
-from ..protocol.writer import document_bytes
 from ..storage.base import Destination, ObjectInfo
 from ..storage.source.journal import stamp_at
 from .bucket import Bucket
@@ -161,10 +160,13 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
         zip_key, copy_key = f"{name}.zip", f"{name}-manifest.xml"
         written = destination.info(zip_key)
         copy = destination.read_bytes(copy_key) if written is not None else None
-        if written is None or copy is None:
-            copy = document_bytes(_write(window, bucket, destination, zip_key, url(zip_key),
-                                         capability_list, algorithms))
-            destination.write_bytes(copy_key, copy, _XML)
+        if written is not None and copy is not None:  # a run made again: taken as it is
+            manifest = read_document(copy, url=url(copy_key)).entries
+        else:
+            package = _write(window, bucket, destination, zip_key, url(zip_key),
+                             capability_list, algorithms)
+            destination.write_bytes(copy_key, package.manifest_bytes, _XML)
+            manifest = package.manifest.entries
             written = destination.info(zip_key)
             assert written is not None
         yield Package(
@@ -172,12 +174,13 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
                                             hash=written.hashes or None, from_=window.start,
                                             until=window.end),
                   links=(Link(rel="contents", href=url(copy_key), type=_XML),)),
-            read_document(copy, url=url(copy_key)).entries, window.changes)
+            manifest, window.changes)
 
 
 def _write(window: Window, bucket: Bucket, destination: Destination, key: str, url: str,
-           capability_list: str, algorithms: tuple[str, ...]) -> Document:
-    """Write one package; its manifest (the changes it leaves out are not in it)."""
+           capability_list: str, algorithms: tuple[str, ...]) -> PackageWriter:
+    """Write one package; its writer, closed, whose manifest leaves out the changes left for
+    the next run."""
     head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
                             until=window.end),
                 links=(Link(rel="up", href=capability_list),))
@@ -195,7 +198,7 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
                     kind = mimetypes.guess_type(change.key)[0]
                     package.add(Entry(change.uri, lastmod=change.when,
                                       md=Metadata(change=change.change, datetime=change.when,
-                                                  type=kind)), chunks)
+                                                  type=kind, length=change.size)), chunks)
         digester = output.digester
         staged.commit(ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP))
-    return package.manifest
+    return package
