@@ -9,15 +9,12 @@ the database once per session.
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import boto3
 import pytest
 from moto.server import ThreadedMotoServer
 
@@ -42,24 +39,6 @@ def s3_endpoint() -> Iterator[str]:
     host, port = server.get_host_and_port()
     yield f"http://{host}:{port}"
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def s3_client(s3_endpoint: str) -> Any:
-    """A boto3 client of moto's S3 server."""
-    return boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test",
-                        aws_secret_access_key="test", region_name="us-east-1")
-
-
-_buckets = itertools.count()
-
-
-@pytest.fixture
-def bucket(s3_client: Any) -> str:
-    """A new, empty bucket for each test."""
-    name = f"mirror-{next(_buckets)}"
-    s3_client.create_bucket(Bucket=name)
-    return name
 
 
 @pytest.fixture
