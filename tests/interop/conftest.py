@@ -9,11 +9,11 @@ import pytest
 
 from airflow_provider_resourcesync.testing import SourceServer
 
-from ..sync.conftest import client, destination, local, s3
+from ..sync.conftest import bucket, client, destination, local, s3, s3_client
 from .built import ResyncBuiltSource
 from .resync import Resync, ResyncUnavailable, installed
 
-__all__ = ["FILES", "client", "destination", "local", "s3"]
+__all__ = ["FILES", "bucket", "client", "destination", "local", "s3", "s3_client"]
 
 
 @pytest.fixture(scope="session")

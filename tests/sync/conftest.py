@@ -17,9 +17,9 @@ from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
-from ..storage.conftest import s3
+from ..storage.conftest import bucket, s3, s3_client
 
-__all__ = ["s3"]
+__all__ = ["bucket", "s3", "s3_client"]
 
 #: The resources a :func:`source` starts with, name -> body.
 INITIAL = {f"r{number:02d}.txt": f"resource {number}\n".encode() * number
