@@ -6,6 +6,7 @@ and demos can serve from it without Airflow or an HTTP client.
 
 from __future__ import annotations
 
+from .directory import ServedDirectory
 from .server import Content, RequestRecord, SourceServer
 from .source import ChangeRecord, FakeClock, ResourceSyncSource
 
@@ -15,5 +16,6 @@ __all__ = [
     "FakeClock",
     "RequestRecord",
     "ResourceSyncSource",
+    "ServedDirectory",
     "SourceServer",
 ]

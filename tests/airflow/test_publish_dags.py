@@ -18,9 +18,9 @@ from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.publish.inventory import InventoryObject
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.testing import SourceServer
+from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.publish.reports import s3_put, write_report
-from tests.publish.test_publish_run import collection, serve, write
+from tests.publish.test_publish_run import write
 from tests.sync.conftest import held
 
 from .conftest import AWS_CONN_ID
@@ -45,13 +45,14 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
         monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
             "conn_type": "resourcesync", "host": web.url("/published/"),
             "extra": {"allow_private": True, "max_tries": 2, "backoff": 0.01}}))
-        served: dict[str, set[str]] = {"/collection/": set(), "/published/": set()}
+        served = ServedDirectory(web, root, "/collection/"), ServedDirectory(web, published,
+                                                                             "/published/")
 
         def publish_day(day: int) -> dict[str, object]:
             run = run_example("publish_directory", FIRST + day * DAY)
             assert states(run) == {"publish": "success"}
-            for prefix, folder in (("/collection/", root), ("/published/", published)):
-                served[prefix] = serve(web, folder, prefix, served[prefix])
+            for directory in served:
+                directory.refresh()
             # served at the host's root, a Destination discovers it there (spec 6.3.2)
             web.put("/.well-known/resourcesync", (published / "description.xml").read_bytes(),
                     "application/xml")
@@ -62,7 +63,7 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
         first = publish_day(0)
         assert first["left"] == [] and first["version"] == 1
         assert run_example("mirror_to_local").state == "success"
-        assert held(LocalDestination(mirror)) == collection(web, root, "/collection/")
+        assert held(LocalDestination(mirror)) == served[0].files()
         days = [
             ("changedump", lambda: (write(root, "records/0.json", b'{"id": 0, "v": 2}\n'),
                                     write(root, "records/new.json", b"{}\n"),
@@ -77,7 +78,7 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
             monkeypatch.setenv("RESOURCESYNC_CHANGES_FROM", method)
             run = run_example("incremental_mirror", FIRST + day * DAY)
             assert states(run) == {"changes": "success", "sync": "success"}, method
-            assert held(LocalDestination(mirror)) == collection(web, root, "/collection/"), method
+            assert held(LocalDestination(mirror)) == served[0].files(), method
 
 
 def inventoried(s3_client: Any, bucket: str) -> list[InventoryObject]:

@@ -25,10 +25,10 @@ from airflow_provider_resourcesync.publish.run import Publication, publish
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
-from airflow_provider_resourcesync.testing import SourceServer
+from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.sync.conftest import client_for, held
 
-from .test_publish_run import METHODS, collection, serve, write
+from .test_publish_run import METHODS, write
 
 ROOT = Path(__file__).parents[2]
 T1 = datetime(2030, 1, 1, tzinfo=UTC)  # after every file's modification time
@@ -88,8 +88,10 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
                                size=PackageSize(entries=2))
 
         publish(publication(start), walk_directory(root), T1, LocalBucket(root))
-        bucket_paths = serve(web, root, "/bucket/", set())
-        pub_paths = serve(web, start, "/pub/", set())
+        bucket = ServedDirectory(web, root, "/bucket/")
+        bucket.refresh()
+        served = ServedDirectory(web, start, "/pub/")
+        served.refresh()
         capability_list = pub + "capabilitylist.xml"
         standing = {method: LocalDestination(tmp_path / f"{method}-before") for method in METHODS}
         points = {method: run_baseline(reader, standing[method],
@@ -99,7 +101,7 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
         write(root, "new/one.txt", b"new\n")
         write(root, "new/two.txt", b"two\n")
         (root / "docs" / "3.txt").unlink()
-        bucket_paths = serve(web, root, "/bucket/", bucket_paths)
+        bucket.refresh()
         expected = {f"{base}docs/0.txt updated", f"{base}new/one.txt created",
                     f"{base}new/two.txt created", f"{base}docs/3.txt deleted"}
         killed_at: list[str] = []
@@ -122,7 +124,8 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
             for document in out.rglob("*.xml"):
                 with document.open("rb") as stream:
                     assert not has_errors(validate_source(stream, url=str(document)))
-            pub_paths = serve(web, out, "/pub/", pub_paths)
+            served.root = out  # this trial's publication, in place of the one before
+            served.refresh()
             for method in METHODS:
                 mirror = tmp_path / f"{method}-{trial}"
                 shutil.copytree(tmp_path / f"{method}-before", mirror)
@@ -130,7 +133,7 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
                 run_incremental(reader, copied, capability_list_url=capability_list,
                                 checkpoint=replace(points[method], destination=copied.url),
                                 method=method)
-                assert held(LocalDestination(mirror)) == collection(web, root), (
+                assert held(LocalDestination(mirror)) == bucket.files(), (
                     killed_at[-1], method)
         else:
             raise AssertionError("every run was killed")

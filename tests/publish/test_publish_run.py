@@ -8,7 +8,6 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
 from airflow_provider_resourcesync.client.watch import drive, new_changes
 from airflow_provider_resourcesync.protocol.reader import read_document
@@ -20,32 +19,10 @@ from airflow_provider_resourcesync.publish.run import Publication, Published, pu
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
-from airflow_provider_resourcesync.testing import SourceServer
+from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.sync.conftest import client_for, held
 
 METHODS = ("changedump", "changelist")
-
-
-def serve(web: SourceServer, root: Path, prefix: str, served: set[str]) -> set[str]:
-    """Serve every file under ``root`` at ``prefix``, as a web server over the directory
-    would; what is gone answers 404. The paths served."""
-    paths = set()
-    for path in root.rglob("*"):
-        if path.is_file():
-            key = path.relative_to(root).as_posix()
-            url_path = prefix + quote(key, safe="/")
-            web.put(url_path, path.read_bytes(), "application/xml" if key.endswith(".xml")
-                    else "application/octet-stream")
-            paths.add(url_path)
-    for gone in served - paths:
-        web.remove(gone)
-    return paths
-
-
-def collection(web: SourceServer, root: Path, prefix: str = "/bucket/") -> dict[str, bytes]:
-    """The directory's files by the URL they are served at, under ``prefix``."""
-    return {web.url(prefix) + quote(path.relative_to(root).as_posix(), safe="/"):
-            path.read_bytes() for path in root.rglob("*") if path.is_file()}
 
 
 def write(root: Path, key: str, body: bytes) -> None:
@@ -64,13 +41,13 @@ def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_
     with SourceServer(max_lifetime=300) as web, client_for(web) as reader:
         publication = Publication(published, base_url=web.url("/bucket/"),
                                   publish_url=web.url("/pub/"), size=PackageSize(entries=2))
-        served: dict[str, set[str]] = {"/bucket/": set(), "/pub/": set()}
+        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
 
         def run() -> Published:
             done = publish(publication, walk_directory(root), datetime.now(UTC),
                            LocalBucket(root))
-            for prefix, folder in (("/bucket/", root), ("/pub/", out)):
-                served[prefix] = serve(web, folder, prefix, served[prefix])
+            for directory in served:
+                directory.refresh()
             return done
 
         first = run()
@@ -95,7 +72,7 @@ def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_
                 points[method] = run_incremental(reader, mirrors[method],
                                                  capability_list_url=capability_list,
                                                  checkpoint=points[method], method=method)
-                assert held(mirrors[method]) == collection(web, root), method
+                assert held(mirrors[method]) == served[0].files(), method
         quiet = run()
         assert (quiet.changes, quiet.packages) == (0, 0)
     for document in out.rglob("*.xml"):
@@ -116,12 +93,12 @@ def test_a_mirror_following_by_change_dump_is_watched_on_the_change_list_with_no
     with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
         publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
                                   publish_url=web.url("/pub/"))
-        served: dict[str, set[str]] = {"/bucket/": set(), "/pub/": set()}
+        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
 
         def run() -> None:
             publish(publication, walk_directory(root), datetime.now(UTC), LocalBucket(root))
-            for prefix, folder in (("/bucket/", root), ("/pub/", out)):
-                served[prefix] = serve(web, folder, prefix, served[prefix])
+            for directory in served:
+                directory.refresh()
 
         run()
         mirror = LocalDestination(tmp_path / "mirror")
