@@ -3,13 +3,16 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo test lint bench bench-baseline bench-incremental bench-publish
+.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
 
 demo: uv
 	$(UV) run --frozen python -m airflow_provider_resourcesync.demo
+
+demo-publish: uv
+	$(UV) run --frozen python -m airflow_provider_resourcesync.demo_publish
 
 test: uv
 	$(UV) run --frozen pytest

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from airflow_provider_resourcesync.demo_publish import run_publish_demo
 from airflow_provider_resourcesync.protocol.model import Change
 from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
@@ -136,3 +137,13 @@ def test_a_bucket_is_published_daily_from_its_s3_inventory_reports(
                 "0.txt": Change.UPDATED, "new.txt": Change.CREATED, "2.txt": Change.DELETED}
             with opened.open(changes["0.txt"].md.path) as member:  # type: ignore[union-attr]
                 assert member.read() == b"v2 0"
+
+
+def test_the_publishing_demo_publishes_follows_and_ends_with_the_mirror_equal(
+        tmp_path: Path) -> None:
+    """The README's second command, in the test session's Airflow: publish, follow, change,
+    publish and follow by Change Dump; the mirror equals the directory."""
+    assert run_publish_demo(tmp_path, log=False)
+    assert (tmp_path / "published" / "changedump.xml").is_file()
+    assert not (tmp_path / "collection" / "records" / "record-001.json").exists()
+    assert any((tmp_path / "mirror").rglob("record-new.json"))
