@@ -9,17 +9,24 @@ read back with no ETag, so the next diff finds them changed whatever its invento
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import closing
+from datetime import UTC, datetime
 from typing import Any
 
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..storage.base import Destination
+from ..storage.scratch import scratch_database
+from ..storage.source.held import Held
+from ..storage.source.records import as_datetime, micros
 from .inventory.objects import InventoryObject
 from .lines import lines_writer, read_lines
 
-__all__ = ["keeping", "read_published"]
+__all__ = ["keeping", "read_published", "rebuilt"]
 
 _VERSION = 1
 _WHAT = "the objects as last published"
+_SCHEMA = "CREATE TABLE objects (key TEXT, size INTEGER, modified INTEGER);"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def keeping(destination: Destination, key: str, inventory: Iterable[InventoryObject]
@@ -45,6 +52,20 @@ def read_published(destination: Destination, key: str, unknown: Iterable[str] = 
     for item in rows:
         yield InventoryObject(item.key, item.size, "", item.last_modified, item.version_id) \
             if item.key in blank else item
+
+
+def rebuilt(records: Iterable[Held]) -> Iterator[InventoryObject]:
+    """The objects as a publication's own documents describe them (``records``, the Source
+    writer's), in key order, with no ETag: for a run whose objects record is gone, which then
+    finds every object still there changed, and publishes it again (no change is lost)."""
+    with closing(scratch_database(_SCHEMA)) as database:
+        database.execute("BEGIN")
+        database.executemany("INSERT INTO objects VALUES (?, ?, ?)", (
+            (record.key, record.length, micros(record.lastmod) or 0) for record in records))
+        database.execute("COMMIT")
+        for key, size, modified in database.execute(
+                "SELECT key, size, modified FROM objects ORDER BY key"):
+            yield InventoryObject(key, size, "", as_datetime(modified) or _EPOCH)
 
 
 def _head(head: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ change is published once.
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -42,7 +42,7 @@ from .diff import changes
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, Planned, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
-from .published import keeping, read_published
+from .published import keeping, read_published, rebuilt
 
 __all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
 
@@ -138,7 +138,7 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
         return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
     stamp = stamp_at(inventory_time)
     objects = _key(publication, f"{_OBJECTS}{stamp}.jsonl.gz")
-    before = read_published(destination, saved.objects, saved.left) if saved else iter(())
+    before = _published_before(publication, saved, log)
     diffed = changes(before, keeping(destination, objects, inventory),
                      since=saved.time if saved else None, until=inventory_time)
     resources = base_url(publication.base_url)
@@ -271,6 +271,28 @@ def _planned(change: Diffed, resources: str) -> Planned:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
                    current.etag, current.version_id)
+
+
+def _published_before(publication: Publication, saved: _Saved | None,
+                      log: Callable[[str], None]) -> Iterator[InventoryObject]:
+    """The objects as the last run published them: its objects record; rebuilt from the
+    publication's own documents where the record is gone (every object still there is then
+    published again, as updated: nothing is lost)."""
+    destination = publication.destination
+    if saved is None:
+        return iter(())
+    if destination.exists(saved.objects):
+        return read_published(destination, saved.objects, saved.left)
+    log(f"the objects record {saved.objects} is gone: rebuilding it from the publication's "
+        "Resource List and Change Lists; every object still there is published again")
+
+    def records() -> Iterator[Held]:
+        with SourceWriter.load(destination, location=publication.location,
+                               public_base_url=publication.publish_url,
+                               resources_url=publication.base_url) as writer:
+            yield from writer.records()
+
+    return rebuilt(records())
 
 
 def _load_saved(publication: Publication) -> _Saved | None:

@@ -9,7 +9,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from airflow_provider_resourcesync.client.watch import drive, new_changes
+from airflow_provider_resourcesync.errors import DocumentError
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.publish.bucket import LocalBucket
@@ -112,3 +115,45 @@ def test_a_mirror_following_by_change_dump_is_watched_on_the_change_list_with_no
         run()
         seen = drive(reader, new_changes(web.url("/pub/changelist.xml"), standing.position))
         assert (web.url("/bucket/b.txt"), "created") in seen.samples
+
+
+def test_an_objects_record_gone_is_rebuilt_and_a_corrupt_one_stops_the_run_naming_it(
+        tmp_path: Path) -> None:
+    """Bad input loses no change: a corrupt objects record fails the run before anything is
+    published, naming it and its line; once deleted, the next run rebuilds it from the
+    publication's own documents and publishes every object again, and a Destination following
+    by Change List ends equal to the directory."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    for name in ("a.txt", "b.txt", "c.txt"):
+        write(root, name, name.encode())
+    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
+        publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
+                                  publish_url=web.url("/pub/"))
+        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
+
+        def run() -> Published:
+            done = publish(publication, walk_directory(root), datetime.now(UTC),
+                           LocalBucket(root))
+            for directory in served:
+                directory.refresh()
+            return done
+
+        run()
+        mirror = LocalDestination(tmp_path / "mirror")
+        capability_list = web.url("/pub/capabilitylist.xml")
+        standing = run_baseline(reader, mirror, capability_list_url=capability_list)
+        (record,) = out.glob("objects/*")
+        record.write_bytes(b"\x1f\x8b not what it was")
+        write(root, "a.txt", b"changed")
+        lists = sorted(out.glob("changes/*"))
+        with pytest.raises(DocumentError, match="delete it") as raised:
+            run()
+        assert record.name in str(raised.value)
+        assert sorted(out.glob("changes/*")) == lists and not list(out.glob("plans/*"))
+        record.unlink()
+        (root / "c.txt").unlink()
+        rebuilt = run()
+        assert rebuilt.changes == 3  # a.txt and b.txt again as updated, c.txt deleted
+        run_incremental(reader, mirror, capability_list_url=capability_list,
+                        checkpoint=standing, method="changelist")
+        assert held(mirror) == served[0].files()
