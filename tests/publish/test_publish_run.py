@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,26 +34,36 @@ def write(root: Path, key: str, body: bytes) -> None:
     (root / key).write_bytes(body)
 
 
+class Publishing:
+    """A directory at ``root`` published to ``out`` by our engine, both served by ``web``
+    (objects under ``/bucket/``, the publication under ``/pub/``) after each run."""
+
+    def __init__(self, web: SourceServer, root: Path, out: Path, **options: Any) -> None:
+        self.publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
+                                       publish_url=web.url("/pub/"), **options)
+        self.root = root
+        self.bucket = ServedDirectory(web, root, "/bucket/")
+        self.served = (self.bucket, ServedDirectory(web, out, "/pub/"))
+        self.capability_list = web.url("/pub/capabilitylist.xml")
+
+    def run(self) -> Published:
+        done = publish(self.publication, walk_directory(self.root), datetime.now(UTC),
+                       LocalBucket(self.root))
+        for directory in self.served:
+            directory.refresh()
+        return done
+
+
 def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_list(
         tmp_path: Path) -> None:
     root, out = tmp_path / "bucket", tmp_path / "published"
     for number in range(6):
         write(root, f"docs/{number}.txt", f"first {number}\n".encode())
     write(root, "a b/é.txt", b"spaces and accents\n")
-    published = LocalDestination(out)
     mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
     with SourceServer(max_lifetime=300) as web, client_for(web) as reader:
-        publication = Publication(published, base_url=web.url("/bucket/"),
-                                  publish_url=web.url("/pub/"), size=PackageSize(entries=2))
-        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
-
-        def run() -> Published:
-            done = publish(publication, walk_directory(root), datetime.now(UTC),
-                           LocalBucket(root))
-            for directory in served:
-                directory.refresh()
-            return done
-
+        publishing = Publishing(web, root, out, size=PackageSize(entries=2))
+        run = publishing.run
         first = run()
         assert first.changes == 7 and first.packages == 0  # a Resource List, no Change Dump
         capability_list = web.url("/pub/capabilitylist.xml")
@@ -75,7 +86,7 @@ def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_
                 points[method] = run_incremental(reader, mirrors[method],
                                                  capability_list_url=capability_list,
                                                  checkpoint=points[method], method=method)
-                assert held(mirrors[method]) == served[0].files(), method
+                assert held(mirrors[method]) == publishing.bucket.files(), method
         quiet = run()
         assert (quiet.changes, quiet.packages) == (0, 0)
     for document in out.rglob("*.xml"):
@@ -94,14 +105,7 @@ def test_a_mirror_following_by_change_dump_is_watched_on_the_change_list_with_no
     root, out = tmp_path / "bucket", tmp_path / "published"
     write(root, "a.txt", b"a\n")
     with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
-        publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
-                                  publish_url=web.url("/pub/"))
-        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
-
-        def run() -> None:
-            publish(publication, walk_directory(root), datetime.now(UTC), LocalBucket(root))
-            for directory in served:
-                directory.refresh()
+        run = Publishing(web, root, out).run
 
         run()
         mirror = LocalDestination(tmp_path / "mirror")
@@ -127,16 +131,8 @@ def test_an_objects_record_gone_is_rebuilt_and_a_corrupt_one_stops_the_run_namin
     for name in ("a.txt", "b.txt", "c.txt"):
         write(root, name, name.encode())
     with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
-        publication = Publication(LocalDestination(out), base_url=web.url("/bucket/"),
-                                  publish_url=web.url("/pub/"))
-        served = ServedDirectory(web, root, "/bucket/"), ServedDirectory(web, out, "/pub/")
-
-        def run() -> Published:
-            done = publish(publication, walk_directory(root), datetime.now(UTC),
-                           LocalBucket(root))
-            for directory in served:
-                directory.refresh()
-            return done
+        publishing = Publishing(web, root, out)
+        run = publishing.run
 
         run()
         mirror = LocalDestination(tmp_path / "mirror")
@@ -156,4 +152,4 @@ def test_an_objects_record_gone_is_rebuilt_and_a_corrupt_one_stops_the_run_namin
         assert rebuilt.changes == 3  # a.txt and b.txt again as updated, c.txt deleted
         run_incremental(reader, mirror, capability_list_url=capability_list,
                         checkpoint=standing, method="changelist")
-        assert held(mirror) == served[0].files()
+        assert held(mirror) == publishing.bucket.files()
