@@ -154,6 +154,17 @@ def test_samples_are_the_first_ten() -> None:
     assert found.samples[0] == ("http://example.com/res0", "updated")
 
 
+def test_across_an_index_the_changes_of_its_lists_add_up_in_order() -> None:
+    closed = [change(f"early{n}", T0 + timedelta(minutes=n)) for n in range(6)]
+    later = [change(f"later{n}", T1 + timedelta(minutes=n)) for n in range(6)]
+    documents = {INDEX: index((PART_1, T0, T1), (PART_2, T1, None)),
+                 PART_1: change_list(closed, until=T1), PART_2: change_list(later, from_=T1)}
+    found, _ = by_hand(new_changes(INDEX, ChangePosition()), documents)
+    assert (found.count, found.list_urls) == (12, (PART_1, PART_2))
+    assert (found.first_time, found.last_time) == (closed[0].change_time, later[-1].change_time)
+    assert [uri for uri, _ in found.samples] == [entry.loc for entry in [*closed, *later][:10]]
+
+
 def closed_and_opened(*, open_entries: Iterable[Entry] = ()) -> dict[str, Document]:
     """An index whose first list closed at T1 and whose second, open, began then."""
     return {
