@@ -2,10 +2,14 @@
 the closing of the list a position is in.
 
 The logic is written once, without I/O, as *plans*: generators that yield the URL of a document
-they need, are sent back the parsed :class:`~..protocol.model.Document`, and return their result.
+they need, are sent back a :class:`StreamedDocument` over the copy fetched, and return their
+result. A plan is done with each document before it asks for the next: it reads a list's entries
+in one streaming pass (and a first one where :func:`~..protocol.position.reading` must check the
+list) and keeps only what its result says, so a poll of a long open list holds none of it whole.
+
 :func:`drive` runs a plan with the sync client (sensors), :func:`adrive` with the async client
-(triggers). Both clients keep documents with their validators, so a document that did not change
-costs one request answered 304.
+(triggers). Both clients keep documents on disk with their validators, so a document that did
+not change costs one request answered 304.
 """
 
 from __future__ import annotations
@@ -14,12 +18,13 @@ import asyncio
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime
 from ..protocol.gap import check_no_gap
-from ..protocol.model import Capability, Document, Entry
+from ..protocol.model import Capability, Entry, Head
 from ..protocol.position import (
     ChangeListRef,
     ChangePosition,
@@ -27,20 +32,47 @@ from ..protocol.position import (
     reading,
 )
 from ..protocol.position import changes_after as changes_in_list
-from ..protocol.reader import read_document
+from ..protocol.reader import DEFAULT_MAX_BYTES, DocumentReader
 from .async_client import AsyncResourceSyncClient
 from .navigate import child_ref, is_index_of, nested_index, own_ref
+from .sinks import FetchedDocument
 from .sync_client import ResourceSyncClient
 
 __all__ = ["MAX_SAMPLES", "ChangeListStatus", "NewChanges", "Plan", "Polled", "Sighting",
-           "adrive", "change_list_status", "drive", "new_changes"]
+           "StreamedDocument", "adrive", "change_list_status", "drive", "new_changes"]
 
 #: How many changes :class:`NewChanges` names.
 MAX_SAMPLES = 10
 
 T = TypeVar("T")
-#: A plan: yields the URLs of the documents it needs, is sent each one parsed, returns a result.
-Plan = Generator[str, Document, T]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamedDocument:
+    """A document whose whole copy is at hand (a file, or bytes), read as a stream: its head and
+    first entry now, its entries from the copy again at each :meth:`entries`."""
+
+    url: str
+    head: Head
+    first: Entry | None
+    copy: bytes | Path
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def open(cls, copy: bytes | Path, *, url: str, max_bytes: int = DEFAULT_MAX_BYTES
+             ) -> StreamedDocument:
+        """Read the head and the first entry of the document at ``url`` from ``copy``."""
+        with DocumentReader(copy, url=url, max_bytes=max_bytes) as reader:
+            return cls(url, reader.head, next(iter(reader), None), copy, max_bytes)
+
+    def entries(self) -> Iterator[Entry]:
+        """The document's entries, one at a time, read from the copy."""
+        with DocumentReader(self.copy, url=self.url, max_bytes=self.max_bytes) as reader:
+            yield from reader
+
+
+#: A plan: yields the URLs of the documents it needs, is sent each one streamed, returns a result.
+Plan = Generator[str, StreamedDocument, T]
 
 
 class Sighting(Protocol):
@@ -58,14 +90,18 @@ def _time(value: datetime | None) -> str | None:
 
 # -- the documents -------------------------------------------------------------------------------
 
-def _is_index(url: str, document: Document) -> bool:
+def _is_index(url: str, document: StreamedDocument) -> bool:
     """Whether ``document`` is a Change List Index; it must be a Change List or its index (12.1,
     12.2)."""
-    first = document.entries[0] if document.entries else None
-    return is_index_of(url, document.head, first, Capability.CHANGE_LIST)
+    return is_index_of(url, document.head, document.first, Capability.CHANGE_LIST)
 
 
-def _part(url: str) -> Plan[Document]:
+def _children(document: StreamedDocument) -> list[ChangeListRef]:
+    """The Change Lists an index lists (12.2), read whole: an index is small."""
+    return [child_ref(entry) for entry in document.entries()]
+
+
+def _part(url: str) -> Plan[StreamedDocument]:
     """A Change List listed by an index: a list, not another index (indexes do not nest, 7)."""
     document = yield url
     if _is_index(url, document):
@@ -93,22 +129,45 @@ class NewChanges:
 
     @classmethod
     def of(cls, found: Iterable[tuple[str, Entry]]) -> NewChanges:
-        """From ``(list URL, entry)`` pairs in forward chronological order."""
-        pairs = list(found)
-        times = [entry.change_time for _, entry in pairs if entry.change_time is not None]
-        return cls(
-            count=len(pairs),
-            first_time=min(times, default=None),
-            last_time=max(times, default=None),
-            list_urls=tuple(dict.fromkeys(url for url, _ in pairs)),
-            samples=tuple((entry.loc, entry.md.change if entry.md else None)
-                          for _, entry in pairs[:MAX_SAMPLES]),
+        """From ``(list URL, entry)`` pairs in forward chronological order, in one pass that
+        keeps none of them."""
+        count = 0
+        first: datetime | None = None
+        last: datetime | None = None
+        urls: dict[str, None] = {}
+        samples: list[tuple[str, str | None]] = []
+        for url, entry in found:
+            count += 1
+            urls[url] = None
+            if len(samples) < MAX_SAMPLES:
+                samples.append((entry.loc, entry.md.change if entry.md else None))
+            when = entry.change_time
+            if when is not None:
+                first, last = _earliest(first, when), _latest(last, when)
+        return cls(count, first, last, tuple(urls), tuple(samples))
+
+    def then(self, later: NewChanges) -> NewChanges:
+        """These changes followed by ``later``'s (those of the next list)."""
+        return NewChanges(
+            self.count + later.count,
+            _earliest(self.first_time, later.first_time),
+            _latest(self.last_time, later.last_time),
+            tuple(dict.fromkeys(self.list_urls + later.list_urls)),
+            (self.samples + later.samples)[:MAX_SAMPLES],
         )
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "first_time": _time(self.first_time),
                 "last_time": _time(self.last_time), "list_urls": list(self.list_urls),
                 "samples": [list(sample) for sample in self.samples]}
+
+
+def _earliest(one: datetime | None, other: datetime | None) -> datetime | None:
+    return other if one is None else one if other is None else min(one, other)
+
+
+def _latest(one: datetime | None, other: datetime | None) -> datetime | None:
+    return other if one is None else one if other is None else max(one, other)
 
 
 def new_changes(change_list_url: str, position: ChangePosition) -> Plan[NewChanges]:
@@ -124,22 +183,22 @@ def new_changes(change_list_url: str, position: ChangePosition) -> Plan[NewChang
     if not _is_index(change_list_url, document):
         ref = ChangeListRef.of(change_list_url, document.head)
         check_no_gap(change_list_url, [ref], position)
-        return NewChanges.of(_after(ref, document.entries, position))
-    lists = [child_ref(entry) for entry in document.entries]
+        return NewChanges.of(_after(ref, document, position))
+    lists = _children(document)
     check_no_gap(change_list_url, lists, position)
-    found: list[tuple[str, Entry]] = []
+    found = NewChanges.of(())
     for listed in lists_to_read(lists, position):
         part = yield from _part(listed.url)
-        found += _after(own_ref(listed, part.head), part.entries, position)
-    return NewChanges.of(found)
+        found = found.then(NewChanges.of(_after(own_ref(listed, part.head), part, position)))
+    return found
 
 
-def _after(ref: ChangeListRef, entries: list[Entry], position: ChangePosition
+def _after(ref: ChangeListRef, document: StreamedDocument, position: ChangePosition
            ) -> Iterator[tuple[str, Entry]]:
     """The list's changes after ``position``, as the engine reads them: all of them where the
     list's times cannot say which are older (no ``from``, out of order)."""
-    how = reading(ref, position, lambda: entries)
-    for _, entry in changes_in_list(ref, entries, position, how):
+    how = reading(ref, position, document.entries)
+    for _, entry in changes_in_list(ref, document.entries(), position, how):
         yield ref.url, entry
 
 
@@ -190,7 +249,7 @@ def change_list_status(change_list_url: str, position: ChangePosition
         ref = ChangeListRef.of(change_list_url, document.head)
         check_no_gap(change_list_url, [ref], position)
         return ChangeListStatus(ref.url, ref.until, None)
-    lists = [child_ref(entry) for entry in document.entries]
+    lists = _children(document)
     if not lists:
         raise DocumentError("a Change List Index that lists no Change List", url=change_list_url,
                             section="12.2")
@@ -205,14 +264,34 @@ def change_list_status(change_list_url: str, position: ChangePosition
 
 # -- drivers -------------------------------------------------------------------------------------
 
+class _Run(Generic[T]):
+    """A plan under way; :attr:`result` once it returned. A step sends it a document and runs it
+    until it asks for the next, which is when it is done reading the one sent."""
+
+    def __init__(self, plan: Plan[T]) -> None:
+        self._plan = plan
+        self.result: T
+
+    def step(self, fetched: FetchedDocument | None, max_bytes: int) -> str | None:
+        """Send the plan ``fetched``, streamed (None: start it); the URL it asks for next, or
+        None once it returned."""
+        try:
+            if fetched is None:
+                return next(self._plan)
+            return self._plan.send(StreamedDocument.open(fetched.path, url=fetched.url,
+                                                         max_bytes=max_bytes))
+        except StopIteration as stop:
+            self.result = stop.value
+            return None
+
+
 def drive(client: ResourceSyncClient, plan: Plan[T]) -> T:
-    """Run ``plan``, reading each document it asks for with ``client``."""
-    try:
-        url = next(plan)
-        while True:
-            url = plan.send(client.read_document(url))
-    except StopIteration as stop:
-        return stop.value
+    """Run ``plan``, fetching each document it asks for with ``client``."""
+    run, max_bytes = _Run(plan), client.policy.max_document_bytes
+    url = run.step(None, max_bytes)
+    while url is not None:
+        url = run.step(client.fetch_document(url), max_bytes)
+    return run.result
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,16 +303,14 @@ class Polled(Generic[T]):
 
 
 async def adrive(client: AsyncResourceSyncClient, plan: Plan[T]) -> Polled[T]:
-    """Run ``plan``, fetching each document it asks for with ``client``; documents are parsed in
-    a worker thread, so that a long list does not hold the event loop."""
+    """Run ``plan``, fetching each document it asks for with ``client``. The plan reads what it
+    is sent in a worker thread, one step at a time, so that a long list does not hold the event
+    loop."""
+    run, max_bytes = _Run(plan), client.policy.max_document_bytes
     changed = False
-    try:
-        url = next(plan)
-        while True:
-            fetched = await client.fetch_document(url)
-            changed = changed or not fetched.not_modified
-            url = plan.send(await asyncio.to_thread(
-                read_document, fetched.path, url=fetched.url,
-                max_bytes=client.policy.max_document_bytes))
-    except StopIteration as stop:
-        return Polled(stop.value, changed)
+    url = run.step(None, max_bytes)
+    while url is not None:
+        fetched = await client.fetch_document(url)
+        changed = changed or not fetched.not_modified
+        url = await asyncio.to_thread(run.step, fetched, max_bytes)
+    return Polled(run.result, changed)

@@ -4,6 +4,7 @@ built here, and both drivers against a loopback Source over real sockets."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from airflow_provider_resourcesync.client.watch import (
     NewChanges,
     Plan,
     Polled,
+    StreamedDocument,
     adrive,
     change_list_status,
     drive,
@@ -36,7 +38,6 @@ from airflow_provider_resourcesync.protocol.model import (
     Root,
 )
 from airflow_provider_resourcesync.protocol.position import ChangePosition
-from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
@@ -52,8 +53,8 @@ POLICY = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
 
 
 def by_hand(plan: Plan[T], documents: Mapping[str, Document | bytes]) -> tuple[T, list[str]]:
-    """Run ``plan`` on ``documents``, each sent back as written (or as the bytes given) and read
-    again: the result and the URLs asked for, in order."""
+    """Run ``plan`` on ``documents``, each sent back as written (or as the bytes given) and
+    streamed: the result and the URLs asked for, in order."""
     asked: list[str] = []
     try:
         url = next(plan)
@@ -61,7 +62,7 @@ def by_hand(plan: Plan[T], documents: Mapping[str, Document | bytes]) -> tuple[T
             asked.append(url)
             document = documents[url]
             raw = document if isinstance(document, bytes) else document_bytes(document)
-            url = plan.send(read_document(raw, url=url))
+            url = plan.send(StreamedDocument.open(raw, url=url))
     except StopIteration as stop:
         return stop.value, asked
 
@@ -151,6 +152,17 @@ def test_samples_are_the_first_ten() -> None:
     found, _ = by_hand(new_changes(LIST, ChangePosition()), {LIST: change_list(changes(25))})
     assert found.count == 25 and len(found.samples) == 10
     assert found.samples[0] == ("http://example.com/res0", "updated")
+
+
+def test_across_an_index_the_changes_of_its_lists_add_up_in_order() -> None:
+    closed = [change(f"early{n}", T0 + timedelta(minutes=n)) for n in range(6)]
+    later = [change(f"later{n}", T1 + timedelta(minutes=n)) for n in range(6)]
+    documents = {INDEX: index((PART_1, T0, T1), (PART_2, T1, None)),
+                 PART_1: change_list(closed, until=T1), PART_2: change_list(later, from_=T1)}
+    found, _ = by_hand(new_changes(INDEX, ChangePosition()), documents)
+    assert (found.count, found.list_urls) == (12, (PART_1, PART_2))
+    assert (found.first_time, found.last_time) == (closed[0].change_time, later[-1].change_time)
+    assert [uri for uri, _ in found.samples] == [entry.loc for entry in [*closed, *later][:10]]
 
 
 def closed_and_opened(*, open_entries: Iterable[Entry] = ()) -> dict[str, Document]:
@@ -282,6 +294,26 @@ def test_the_async_driver_says_whether_a_document_changed_and_an_unchanged_poll_
     source.publish()
     [found] = arun(source, new_changes(url, position))
     assert found.result.samples == ((record.uri, "created"),)
+
+
+def test_the_async_driver_runs_the_plan_in_a_worker_thread(source: ResourceSyncSource) -> None:
+    """A plan streams each document it is sent to its end: run from a worker thread, reading a
+    long list does not hold the event loop."""
+    readers: list[int] = []
+
+    def reading(url: str) -> Plan[str | None]:
+        document = yield url
+        readers.append(threading.get_ident())
+        return document.head.capability
+
+    async def poll() -> tuple[int, Polled[str | None]]:
+        async with AsyncResourceSyncClient(POLICY, source_urls=[
+                source.server.base_url]) as client:
+            return threading.get_ident(), await adrive(client, reading(source.change_list_url))
+
+    loop, polled = asyncio.run(poll())
+    assert polled.result == "changelist"
+    assert readers and loop not in readers
 
 
 def test_a_1_0_style_source_over_the_wire(
