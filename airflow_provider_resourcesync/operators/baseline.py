@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..lineage import Lineage
 from ..shell import (
     capability_list_of,
     describe_at_well_known,
@@ -28,7 +29,7 @@ from .rendered import rendered_value
 __all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator"]
 
 
-class ResourceSyncBaselineOperator(BaseOperator):
+class ResourceSyncBaselineOperator(BaseOperator, Lineage):
     """Mirror every resource a ResourceSync Source lists (spec 10.1, 11.1) into a local directory
     or an S3 prefix. Resources the mirror already holds unchanged are not transferred again, so
     a re-run after a failure fetches only what is missing.
@@ -71,6 +72,8 @@ class ResourceSyncBaselineOperator(BaseOperator):
         there. A sharded baseline leaves it to the combining task.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination (None: boto3's default
         credentials).
+
+    OpenLineage: the Source's Capability List as input, the destination as output.
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
@@ -109,9 +112,10 @@ class ResourceSyncBaselineOperator(BaseOperator):
             if self.well_known:
                 check_well_known(self.key_prefixes)
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
+            capability_list = capability_list_of(hook, self.capability_list_url, self.log)
+            self._reads_and_writes([capability_list], [self.destination])
             checkpoint = run_baseline(
-                hook.get_conn(), destination,
-                capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
+                hook.get_conn(), destination, capability_list_url=capability_list,
                 method=self.method, mapper=KeyMapper(self.key_prefixes),
                 remove_missing=self.remove_missing, shard=shard,
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,

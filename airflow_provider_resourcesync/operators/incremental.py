@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError, NoCheckpointError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..lineage import Lineage
 from ..shell import (
     capability_list_of,
     describe_at_well_known,
@@ -28,7 +29,7 @@ from .rendered import rendered_value
 __all__ = ["ResourceSyncIncrementalOperator"]
 
 
-class ResourceSyncIncrementalOperator(BaseOperator):
+class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
     """Apply a ResourceSync Source's changes since the mirror's checkpoint (spec 12, 13): created
     and updated resources fetched and verified, deleted ones handled as ``deletes`` says. Each
     resource is brought to its latest state once, however often it changed.
@@ -68,6 +69,8 @@ class ResourceSyncIncrementalOperator(BaseOperator):
         ``.well-known/resourcesync``, as the baseline does (see
         :class:`~.baseline.ResourceSyncBaselineOperator`): give it to both.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
+
+    OpenLineage: the Source's Capability List as input, the destination as output.
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "checkpoint",
@@ -107,9 +110,11 @@ class ResourceSyncIncrementalOperator(BaseOperator):
                 check_well_known(self.key_prefixes)
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
             start = self._start(context, destination)
+            capability_list = capability_list_of(hook, self.capability_list_url, self.log)
+            self._reads_and_writes([capability_list], [self.destination])
             checkpoint = run_incremental(
                 hook.get_conn(), destination,
-                capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
+                capability_list_url=capability_list,
                 checkpoint=start, method=self.method, deletes=self.deletes,
                 move_to=self.move_to, mapper=KeyMapper(self.key_prefixes),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,

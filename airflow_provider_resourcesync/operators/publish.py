@@ -11,11 +11,13 @@ from airflow.sdk import BaseOperator, Context
 
 from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, inventory_of
+from ..lineage import Lineage
 from ..protocol.datetimes import format_datetime
 from ..publish.inventory import InventoryObject
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
-from ..publish.run import Publication, publish
+from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
+from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.checkpoint import saved_checkpoint
 from ..sync.tally import PROGRESS_SECONDS
 from .next_step import says_what_next
@@ -24,7 +26,7 @@ from .rendered import rendered_value
 __all__ = ["ResourceSyncPublishOperator"]
 
 
-class ResourceSyncPublishOperator(BaseOperator):
+class ResourceSyncPublishOperator(BaseOperator, Lineage):
     """Publish a bucket prefix or a directory as a ResourceSync Source (docs/publishing.md):
     the first run a Resource List of every object; each later run the changes since the one
     before, in Change Dump packages (spec 13.1, 13.2) and in a Change List (12.1), with the
@@ -51,6 +53,8 @@ class ResourceSyncPublishOperator(BaseOperator):
         goes alone in a package of its own).
     :param hashes: the hashes of each packaged object: ``"md5"``, ``"sha-256"`` or both.
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
+
+    OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
     """
 
     template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
@@ -86,6 +90,9 @@ class ResourceSyncPublishOperator(BaseOperator):
             publication = Publication(destination, base_url=self.base_url,
                                       publish_url=self.publish_url or None, size=self.size,
                                       algorithms=self.hashes)
+            self._reads_and_writes([self.source], [
+                self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
+                    RESERVED_PREFIX)])
             done = publish(publication, self._counted(listed.objects), listed.time,
                            listed.bucket, log=self.log.info)
             self.log.info("Published %s changes in %s packages (%s bytes)%s", done.changes,

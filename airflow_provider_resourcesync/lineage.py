@@ -1,0 +1,49 @@
+"""OpenLineage for the operators: what a task read and wrote, one dataset per place (a Source's
+Capability List, a mirror, a bucket prefix, a Change Dump), never one per resource.
+
+Datasets are named as OpenLineage names them: ``s3://bucket`` and the key for S3, ``file`` and
+the absolute path for a local directory, ``{scheme}://{host}`` and the path for a URL. The
+openlineage provider is optional: it is imported only when Airflow's OpenLineage listener asks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from .hooks.destination import DestinationURL
+
+__all__ = ["Lineage", "dataset_name"]
+
+
+def dataset_name(location: str) -> tuple[str, str]:
+    """``(namespace, name)`` of a destination URL (``s3://``, ``file://``, a path) or of an
+    ``http(s)`` URL."""
+    parts = urlsplit(location)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}", parts.path or "/"
+    where = DestinationURL.parse(location)
+    if where.scheme == "s3":
+        return f"s3://{where.bucket}", where.path.rstrip("/") or "/"
+    return "file", where.path
+
+
+class Lineage:
+    """An operator's OpenLineage facets on completion: the places
+    :meth:`_reads_and_writes` recorded during ``execute``."""
+
+    _lineage: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+
+    def _reads_and_writes(self, inputs: list[str], outputs: list[str]) -> None:
+        """Record what the task read and wrote (locations :func:`dataset_name` takes)."""
+        self._lineage = (tuple(inputs), tuple(outputs))
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Airflow's OpenLineage hook: the inputs and outputs recorded by ``execute``."""
+        from airflow.providers.common.compat.openlineage.facet import Dataset
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        inputs, outputs = self._lineage
+        return OperatorLineage(
+            inputs=[Dataset(*dataset_name(location)) for location in inputs],
+            outputs=[Dataset(*dataset_name(location)) for location in outputs])

@@ -1,0 +1,46 @@
+"""OpenLineage in real DAG runs (issue 15, item 6; issue 16): with the openlineage provider and
+a file transport, the publisher reports the directory it published as input and the Change Dump
+Index as output, and a baseline the Source's Capability List as input and the mirror as output;
+one dataset per place, never one per resource."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from airflow_provider_resourcesync.lineage import dataset_name
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_datasets_are_named_as_openlineage_names_them() -> None:
+    assert dataset_name("s3://bucket/mirror/") == ("s3://bucket", "mirror")
+    assert dataset_name("s3://bucket/") == ("s3://bucket", "/")
+    assert dataset_name("/data/mirror/") == ("file", "/data/mirror")
+    assert dataset_name("file:///data/m%20x") == ("file", "/data/m x")
+    assert dataset_name("https://user@example.org:8443/rs/capabilitylist.xml") == (
+        "https://example.org:8443", "/rs/capabilitylist.xml")
+
+
+def test_the_publisher_and_a_baseline_report_what_they_read_and_wrote(tmp_path: Path) -> None:
+    child = subprocess.run([sys.executable, str(ROOT / "tests/airflow/lineage_child.py"),
+                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    assert json.loads(child.stdout.strip().splitlines()[-1]) == ["success", "success"]
+    completed = {}
+    for line in (tmp_path / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["eventType"] == "COMPLETE" and "." in event["job"]["name"]:
+            completed[event["job"]["name"]] = (
+                [(item["namespace"], item["name"]) for item in event["inputs"]],
+                [(item["namespace"], item["name"]) for item in event["outputs"]])
+    assert completed["publish_directory.publish"] == (
+        [("file", str(tmp_path / "collection"))],
+        [("file", str(tmp_path / "published" / "changedump.xml"))])
+    (source,), mirror = completed["mirror_to_local.baseline"]
+    assert source[0].startswith("http://127.0.0.1:") and source[1] == (
+        "/published/capabilitylist.xml")
+    assert mirror == [("file", str(tmp_path / "mirror"))]
