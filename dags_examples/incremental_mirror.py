@@ -43,7 +43,8 @@ with DAG(
         task_id="changes", mode="reschedule", poke_interval=60,
         timeout=timedelta(minutes=55).total_seconds(), soft_fail=True,
         # where the sync stands: its last XCom, else (first run) the mirror's saved checkpoint
-        checkpoint="{{ ti.xcom_pull(task_ids='sync', include_prior_dates=True, map_indexes=-1) }}",
+        checkpoint="{{ ti.xcom_pull(task_ids='sync', include_prior_dates=True, map_indexes=-1)"
+                   " | tojson }}",
         destination=DESTINATION)
     sync = ResourceSyncIncrementalOperator(
         task_id="sync", destination=DESTINATION,

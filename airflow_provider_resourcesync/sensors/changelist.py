@@ -178,7 +178,8 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         ``destination``."""
         value = (None if self.checkpoint in (None, "")
                  else rendered_value(self.checkpoint, "checkpoint"))
-        if value is None and self.destination:
+        if self.destination and (value is None or not self._of_destination(value)):
+            value = None
             where = DestinationURL.parse(self.destination)
             if where.scheme != "file" or Path(where.path).is_dir():  # never made by a sensor
                 value = saved_checkpoint(destination_from_url(self.destination,
@@ -194,6 +195,19 @@ class _ChangeListWatchSensor(BaseSensorOperator):
                 "is none")
         checkpoint = Checkpoint.from_json(value)
         return checkpoint.position, checkpoint.source
+
+    def _of_destination(self, value: Any) -> bool:
+        """Whether the checkpoint ``value`` is of the mirror at ``destination``; if not (a
+        previous XCom of a DAG whose destination has changed), it is set aside, logged."""
+        theirs = value.get("destination") if isinstance(value, dict) else None
+        where = DestinationURL.parse(self.destination or "")
+        ours = Path(where.path).as_uri() if where.scheme == "file" else (
+            f"s3://{where.bucket}/{where.path}")
+        if theirs is None or theirs.rstrip("/") == ours.rstrip("/"):
+            return True
+        self.log.warning("The checkpoint given is of the mirror at %s, not %s: watching from the "
+                         "checkpoint saved with %s", theirs, ours, self.destination)
+        return False
 
     def _change_list_of(self, hook: ResourceSyncHook, source: str) -> str:
         capability_list = capability_list_of(hook, self.capability_list_url, self.log)

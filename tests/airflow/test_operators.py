@@ -113,8 +113,8 @@ def mirror_of(source: ResourceSyncSource, root: Path, shard: Shard | None = None
         hook.close()
 
 
-@pytest.mark.parametrize("render", [repr, json.dumps])
-def test_combine_reads_checkpoints_rendered_by_a_template(
+@pytest.mark.parametrize("render", [lambda value: value, json.dumps], ids=["native", "tojson"])
+def test_combine_reads_checkpoints_given_natively_or_as_json(
         render: Callable[[object], str], source: ResourceSyncSource, tmp_path: Path) -> None:
     shards = [mirror_of(source, tmp_path, Shard(index, 3)) for index in range(3)]
     combine = ResourceSyncCombineShardsOperator(task_id="c", destination=str(tmp_path),
@@ -123,10 +123,15 @@ def test_combine_reads_checkpoints_rendered_by_a_template(
     assert (combined["shard"], combined["stats"]["fetched"]) == (None, 20)
 
 
-def test_combine_refuses_what_is_not_a_list_of_checkpoints(tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", ["{{ not rendered", "[{'version': 1}]"],
+                         ids=["unrendered", "python-repr"])
+def test_combine_refuses_text_that_is_not_json_saying_how_to_pass_checkpoints(
+        text: str, tmp_path: Path) -> None:
+    """A template rendering a list of dicts without ``| tojson`` gives Python's repr: refused
+    (no ``literal_eval``), with the ways to pass it."""
     combine = ResourceSyncCombineShardsOperator(task_id="c", destination=str(tmp_path),
-                                                checkpoints="{{ not rendered")
-    with pytest.raises(ConfigurationError, match="checkpoints: not JSON nor a Python literal"):
+                                                checkpoints=text)
+    with pytest.raises(ConfigurationError, match=r"checkpoints: not JSON.*XComArg.*tojson"):
         combine.execute({})
 
 

@@ -208,12 +208,31 @@ def test_the_checkpoint_saved_at_the_destination_is_used(
     assert xcom(run, "wait")["samples"] == [[record.uri, "updated"]]
 
 
-def test_a_checkpoint_rendered_by_a_template_is_read(source: ResourceSyncSource) -> None:
+def test_a_checkpoint_of_another_mirror_gives_way_to_the_one_saved_at_the_destination(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    """A previous XCom of a DAG whose destination has changed names another mirror: the
+    sensor watches from the checkpoint saved at its destination instead (which stands after
+    the change, so nothing is new and the sensor times out, skipped)."""
+    source.update("item-03.txt", b"changed\n")
+    source.publish()
+    now = datetime.now(UTC)
+    with MirrorState.load(LocalDestination(tmp_path)) as state:
+        state.save(checkpoint=Checkpoint(
+            kind="baseline", source=source.capability_list_url,
+            document=source.resource_list_url, destination=LocalDestination(tmp_path).url,
+            at=now, position=ChangePosition.at(now)).to_json())
+    run = run_dag("watch_other_mirror", lambda: ResourceSyncChangeListSensor(
+        task_id="wait", checkpoint=checkpoint_of(source), destination=tmp_path.as_uri(),
+        change_list_url=source.change_list_url, poke_interval=0.1, timeout=3, soft_fail=True))
+    assert states(run) == {"wait": "skipped"}
+
+
+def test_a_checkpoint_rendered_by_a_template_as_json_is_read(source: ResourceSyncSource) -> None:
     source.delete("item-04.txt")
     source.publish()
     run = run_dag("watch_template", lambda: ResourceSyncChangeListSensor(
-        task_id="wait", checkpoint="{{ params.checkpoint }}", poke_interval=0.1, timeout=30,
-        params={"checkpoint": checkpoint_of(source)}))
+        task_id="wait", checkpoint="{{ params.checkpoint | tojson }}", poke_interval=0.1,
+        timeout=30, params={"checkpoint": checkpoint_of(source)}))
     assert xcom(run, "wait")["samples"] == [[source.uri("item-04.txt"), "deleted"]]
 
 
