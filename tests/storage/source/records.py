@@ -101,15 +101,17 @@ class Counting(Destination):
         return self.inner.object_url(key)
 
 
-def kill_before_write(destination: Destination, kill_at: int) -> None:
+def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool = False,
+                      under: str = RESERVED_PREFIX) -> None:
     """Make ``destination`` kill its process (SIGKILL) just before its ``kill_at``-th write
-    under the mirror's folder (a staged document's commit or a whole write), after printing
-    the key it was about to write."""
+    of a key starting with ``under`` (by default, under the mirror's folder: a staged
+    document's commit or a whole write; with ``deletes``, a deletion too), after printing the
+    key it was about to write."""
     writes = 0
 
     def step(key: str) -> None:
         nonlocal writes
-        if key.startswith(RESERVED_PREFIX):
+        if key.startswith(under):
             writes += 1
             if writes == kill_at:
                 print(key, flush=True)
@@ -129,3 +131,11 @@ def kill_before_write(destination: Destination, kill_at: int) -> None:
 
     destination.stage = stage  # type: ignore[method-assign]
     destination.write_bytes = write_bytes  # type: ignore[method-assign]
+    if deletes:
+        real_delete = destination.delete
+
+        def delete(key: str) -> None:
+            step(key)
+            real_delete(key)
+
+        destination.delete = delete  # type: ignore[method-assign]
