@@ -10,6 +10,7 @@ Source writer"; issue 14)."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from airflow_provider_resourcesync.protocol.model import Change
+from airflow_provider_resourcesync.protocol.model import MAX_ENTRIES, Change
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.storage.base import Destination
@@ -217,3 +218,80 @@ def test_a_compacting_save_killed_before_any_write_and_made_again_keeps_the_mirr
     assert any(name.startswith("changes/") for name in names), names
     assert any(name.startswith("index/snapshot-") for name in names), names  # the rebuild
     assert names.count("index/manifest.json") == 2, names  # the apply's, and the rebuild's
+
+
+#: A mirror whose Resource List is split in two parts (10.2), published under :data:`BASE`.
+SPLIT = MAX_ENTRIES + 10
+BASE = "https://mirror.example.net/data/"
+#: An object whose URI sorts before every item's but the first: a Resource List written with
+#: it moves the last entry of the first part into the second.
+EARLY = ObjectRecord("https://example.org/r/000000a", "https/example.org/r/000000a", 7,
+                     item(1).hashes, item(1).lastmod, "text/plain")
+
+#: Makes :func:`add_early` at the mirror at argv[1], killing itself just before its argv[2]-th
+#: write of the Resource List (a part or the index).
+_KILLED_SPLIT = """
+import sys
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from tests.storage.source.records import kill_before_write
+from tests.storage.source.test_killed_compaction import add_early
+
+destination = LocalDestination(sys.argv[1])
+kill_before_write(destination, int(sys.argv[2]), under=".resourcesync/resourcelist")
+add_early(destination)
+"""
+
+
+def add_early(destination: Destination, *, later: int = 0) -> None:
+    """A run that reads every record (as a baseline does), so it compacts, and records
+    :data:`EARLY` (``later`` minutes after the first time: the same run made again)."""
+    clock = iter(T0 + timedelta(hours=1, minutes=later, microseconds=n) for n in range(10))
+    with MirrorState.load(destination, clock=lambda: next(clock)) as state:
+        assert len(state) >= SPLIT
+        state.put(EARLY)
+        state.save(checkpoint={"early": True})
+
+
+def snapshot_locs(destination: Destination) -> Counter[str]:
+    """How many times the Resource List, read as a Destination reads it (its parts, if it is
+    an index), lists each loc."""
+    listed: Counter[str] = Counter()
+    snapshot = read_document(destination.read_bytes(RESOURCE_LIST) or b"")
+    parts = [entry.loc[len(BASE):] for entry in snapshot] if snapshot.head.is_index else []
+    for document in [snapshot] if not parts else (
+            read_document(destination.read_bytes(part) or b"") for part in parts):
+        listed.update(entry.loc for entry in document)
+    return listed
+
+
+def test_a_split_resource_list_rewritten_and_killed_between_its_parts_loses_no_record(
+        tmp_path: Path) -> None:
+    """The parts of a split Resource List are never written over while the index still lists
+    them: killed after a first part of the new snapshot, the mirror still reads the old one
+    whole, and the run made again loses no record (the entry pushed from one part into the
+    next was lost for good when parts were rewritten in place)."""
+    built = LocalDestination(tmp_path / "built")
+    with MirrorState.load(built, public_base_url=BASE, clock=lambda: T0) as state:
+        for n in range(SPLIT):
+            state.put(item(n))
+        state.save(checkpoint={})
+    assert read_document(built.read_bytes(RESOURCE_LIST) or b"").head.is_index
+    wanted = {record.uri: record for record in (*(item(n) for n in range(SPLIT)), EARLY)}
+    killed_at: list[str] = []
+    for kill_at in (2, 3):  # before the second part, before the index
+        destination = LocalDestination(shutil.copytree(built.root, tmp_path / f"m-{kill_at}"))
+        killed = subprocess.run([sys.executable, "-c", _KILLED_SPLIT, str(destination.root),
+                                 str(kill_at)], capture_output=True, text=True, timeout=300,
+                                cwd=ROOT)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        killed_at.append(killed.stdout.strip())
+        assert_valid(destination, killed_at[-1])
+        add_early(destination, later=30)  # made again
+        with MirrorState.load(destination) as state:
+            held = {record.uri: record for record in state.records()}
+        assert sorted(wanted.keys() - held.keys()) == [], killed_at[-1]
+        assert held == wanted, killed_at[-1]
+        assert snapshot_locs(destination) == Counter(
+            BASE + record.key for record in wanted.values()), killed_at[-1]
+    assert killed_at[0].startswith(RESERVED_PREFIX + "resourcelist-"), killed_at
+    assert killed_at[1] == RESOURCE_LIST, killed_at
