@@ -1,8 +1,9 @@
 """A Destination of the mirror follows it across its compactions (spec 14.8; issue 14), in real
 ``dag.test()`` runs: mirror A follows a loopback Source with the incremental operator, A's
 directory is served over HTTP under its public URL, and mirror B follows A with the same
-operator, round after round of changes at the Source; one round changes more than a tenth of A,
-so A rewrites its Resource List, and B still goes on from its checkpoint, never baselining."""
+operator. A runs twice before B looks, the second time past a tenth of A changed, so A rewrites
+its Resource List; B, two lists behind, still goes on from its checkpoint, never baselining, and
+again after a run of A past the compaction."""
 
 from __future__ import annotations
 
@@ -56,46 +57,54 @@ def test_a_mirror_of_the_mirror_follows_it_across_a_compaction(
         monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_MIRROR", json.dumps({
             "conn_type": "resourcesync", "host": base, "extra": {"allow_private": True}}))
 
-        def tasks() -> None:
-            """A follows the Source; A is published; B follows A."""
+        def a_then_b(follow: bool) -> None:
+            """A follows the Source and is published; then, if ``follow``, B follows A."""
 
             @task
             def publish_a() -> None:
                 nonlocal served
                 served = publish(upstream, web, "/mirror/", served)
 
-            (ResourceSyncIncrementalOperator(task_id="a", destination=str(upstream.root))
-             >> publish_a()
-             >> ResourceSyncIncrementalOperator(
-                 task_id="b", destination=str(downstream.root),
-                 resourcesync_conn_id="resourcesync_mirror",
-                 capability_list_url=capability_list))
+            published = ResourceSyncIncrementalOperator(
+                task_id="a", destination=str(upstream.root)) >> publish_a()
+            if follow:
+                published >> ResourceSyncIncrementalOperator(
+                    task_id="b", destination=str(downstream.root),
+                    resourcesync_conn_id="resourcesync_mirror",
+                    capability_list_url=capability_list)
 
-        written = snapshot_at(upstream)
-        made, gone, new = source.update, source.delete, source.create
-        rounds: list[tuple[bool, list[tuple[Any, ...]]]] = [
-            # 1 change of 20; 6, past a tenth of A, so A compacts; 2
-            (False, [(made, "item-01.txt", b"one, changed\n")]),
-            (True, [(made, "item-02.txt", b"two, changed\n"), (gone, "item-03.txt"),
-                    (made, "item-04.txt", b"four, changed\n"), (new, "new-1.txt", b"new\n"),
-                    (new, "new-2.txt", b"newer\n"), (gone, "item-01.txt")]),
-            (False, [(made, "item-05.txt", b"five, changed\n"),
-                     (made, "new-1.txt", b"new, changed\n")]),
-        ]
-        for number, (compacts, changes) in enumerate(rounds):
+        def a_run(changes: list[tuple[Any, ...]], *, follow: bool, compacts: bool) -> Any:
+            """``changes`` at the Source, then a run of A (and of B if ``follow``): A rewrites
+            its Resource List and empties its index's delta if and only if ``compacts``."""
+            written = snapshot_at(upstream)
             for change, *arguments in changes:
                 change(*arguments)
             source.publish()
             web.reset_log()
-            run = run_dag("mirror_of_the_mirror", tasks)
-            assert states(run) == {"a": "success", "publish_a": "success", "b": "success"}
+            run = run_dag(f"mirror{'_and_its_mirror' if follow else ''}",
+                          lambda: a_then_b(follow))
+            assert states(run) == {"a": "success", "publish_a": "success"} | (
+                {"b": "success"} if follow else {})
+            assert held(upstream) == source.state()
+            index = ShardIndex.open(upstream, RESERVED_PREFIX + "index/")
+            assert (snapshot_at(upstream) != written, index.delta_records == 0) == (
+                compacts, compacts)
+            return run
+
+        made, gone, new = source.update, source.delete, source.create
+        # B is two runs of A behind when A compacts (past a tenth of its 20 objects); then one
+        a_run([(made, "item-01.txt", b"one, changed\n")], follow=False, compacts=False)
+        rounds = [
+            (True, [(made, "item-02.txt", b"two, changed\n"), (gone, "item-03.txt"),
+                    (made, "item-04.txt", b"four, changed\n"), (new, "new-1.txt", b"new\n"),
+                    (new, "new-2.txt", b"newer\n"), (gone, "item-01.txt")], 7),  # both lists
+            (False, [(made, "item-05.txt", b"five, changed\n"),
+                     (made, "new-1.txt", b"new, changed\n")], 2),
+        ]
+        for number, (compacts, changes, changed) in enumerate(rounds):
+            run = a_run(changes, follow=True, compacts=compacts)
             followed = Checkpoint.from_json(xcom(run, "b"))
-            assert (followed.kind, followed.stats["changes"]) == ("incremental", len(changes))
+            assert (followed.kind, followed.stats["changes"]) == ("incremental", changed), number
             assert held(downstream) == as_published(source.state(), base), number
             # B went on from its checkpoint by A's Change Lists, not from A's Resource List
             assert web.count("/mirror/" + quote(RESOURCE_LIST)) == 0, number
-            assert held(upstream) == source.state(), number
-            index = ShardIndex.open(upstream, RESERVED_PREFIX + "index/")
-            assert (snapshot_at(upstream) != written, index.delta_records == 0) == (
-                compacts, compacts), number
-            written = snapshot_at(upstream)
