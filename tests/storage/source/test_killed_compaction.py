@@ -4,13 +4,13 @@ rebuilt), killed for real (SIGKILL in a child process) just before each of its w
 deletions in turn, then made again, on local disk and on S3 (moto's server over HTTP): every
 document validates, the Resource List and the Change Lists after its ``at`` are the collection,
 the journal lists each change once, so a Destination following it across the compaction ends
-with the collection too, and the lookup index agrees with the documents (docs/design.md, "The
-Source writer"; issue 14)."""
+with the collection too, and the lookup index agrees with the documents; a split Resource List
+(past 50,000 entries) killed between its parts loses no record (docs/design.md, "The Source
+writer"; issue 14)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
 import sys
@@ -267,31 +267,23 @@ def snapshot_locs(destination: Destination) -> Counter[str]:
 def test_a_split_resource_list_rewritten_and_killed_between_its_parts_loses_no_record(
         tmp_path: Path) -> None:
     """The parts of a split Resource List are never written over while the index still lists
-    them: killed after a first part of the new snapshot, the mirror still reads the old one
-    whole, and the run made again loses no record (the entry pushed from one part into the
-    next was lost for good when parts were rewritten in place)."""
-    built = LocalDestination(tmp_path / "built")
-    with MirrorState.load(built, public_base_url=BASE, clock=lambda: T0) as state:
+    them: killed before the second part of the new snapshot, the mirror still reads the old one
+    whole, and the run made again loses no record (the entry pushed from the first part into
+    the second was lost for good when parts were rewritten in place)."""
+    destination = LocalDestination(tmp_path / "mirror")
+    with MirrorState.load(destination, public_base_url=BASE, clock=lambda: T0) as state:
         for n in range(SPLIT):
             state.put(item(n))
         state.save(checkpoint={})
-    assert read_document(built.read_bytes(RESOURCE_LIST) or b"").head.is_index
+    assert read_document(destination.read_bytes(RESOURCE_LIST) or b"").head.is_index
     wanted = {record.uri: record for record in (*(item(n) for n in range(SPLIT)), EARLY)}
-    killed_at: list[str] = []
-    for kill_at in (2, 3):  # before the second part, before the index
-        destination = LocalDestination(shutil.copytree(built.root, tmp_path / f"m-{kill_at}"))
-        killed = subprocess.run([sys.executable, "-c", _KILLED_SPLIT, str(destination.root),
-                                 str(kill_at)], capture_output=True, text=True, timeout=300,
-                                cwd=ROOT)
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        killed_at.append(killed.stdout.strip())
-        assert_valid(destination, killed_at[-1])
-        add_early(destination, later=30)  # made again
-        with MirrorState.load(destination) as state:
-            held = {record.uri: record for record in state.records()}
-        assert sorted(wanted.keys() - held.keys()) == [], killed_at[-1]
-        assert held == wanted, killed_at[-1]
-        assert snapshot_locs(destination) == Counter(
-            BASE + record.key for record in wanted.values()), killed_at[-1]
-    assert killed_at[0].startswith(RESERVED_PREFIX + "resourcelist-"), killed_at
-    assert killed_at[1] == RESOURCE_LIST, killed_at
+    killed = subprocess.run([sys.executable, "-c", _KILLED_SPLIT, str(destination.root), "2"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert killed.stdout.startswith(RESERVED_PREFIX + "resourcelist-"), killed.stdout
+    add_early(destination, later=30)  # made again
+    with MirrorState.load(destination) as state:
+        held = {record.uri: record for record in state.records()}
+    assert sorted(wanted.keys() - held.keys()) == []
+    assert held == wanted
+    assert snapshot_locs(destination) == Counter(BASE + record.key for record in wanted.values())
