@@ -46,7 +46,7 @@ from airflow_provider_resourcesync.storage.local import LocalDestination
 from tests.storage.source.records import kill_before_write
 
 destination = LocalDestination(sys.argv[2])
-kill_before_write(destination, int(sys.argv[3]), prefix="")
+kill_before_write(destination, int(sys.argv[3]), deletes=True, under="")
 publication = Publication(destination, base_url=sys.argv[5], publish_url=sys.argv[6],
                           size=PackageSize(entries=2))
 publish(publication, walk_directory(sys.argv[1]), datetime.fromisoformat(sys.argv[4]),

@@ -1,5 +1,11 @@
-"""The snapshot: the mirror's Resource List (10.1), split into ``resourcelist-NNNNN.xml`` parts
-under an index past 50,000 entries (10.2), read and written as stored rows of the record store.
+"""The snapshot: the mirror's Resource List (10.1), split into parts under an index past 50,000
+entries (10.2), read and written as stored rows of the record store.
+
+Each write names its parts anew, ``resourcelist-<UTC time>-<random>-NNNNN.xml``, so no part the
+index still lists is written over: a write killed part way leaves the old Resource List whole.
+(A part rewritten in place would put the new snapshot under the old index, and an entry pushed
+from one part into the next would be read by nobody.) Parts the new index does not list are
+deleted after it is written.
 
 Each entry of the mirror's has as ``loc`` the object's URL at the destination (or under the
 public base URL, to republish it), ``lastmod`` when the mirror's copy last changed, ``rs:md`` its
@@ -12,8 +18,9 @@ object's key travels in a ``mirror:key`` attribute of ``rs:md`` (:data:`.documen
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import DocumentError, UnsafeContentError
@@ -26,7 +33,7 @@ from .records import as_datetime, micros, record_of
 __all__ = ["Snapshot", "stored_row"]
 
 _PART_PREFIX = RESERVED_PREFIX + "resourcelist-"
-_PART_NAME = re.compile(r"resourcelist-\d{5}\.xml")
+_PART_NAME = re.compile(r"resourcelist-(?:\d{8}T\d{6}Z-[0-9a-f]{8}-)?\d{5}\.xml")
 
 
 def stored_row(documents: Documents, entry: Entry, url: str) -> tuple[Any, ...] | None:
@@ -111,9 +118,10 @@ class Snapshot:
                     links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
                     namespaces={"mirror": NAMESPACE})
         parts = documents.key(_PART_PREFIX)
+        generation = f"{at.astimezone(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
         written = documents.write_list(head, (self._entry(row) for row in rows),
                                        documents.key(RESOURCE_LIST),
-                                       lambda number: f"{parts}{number:05d}.xml")
+                                       lambda number: f"{parts}{generation}-{number:05d}.xml")
         for key in list(documents.destination.keys(parts)):
             if key not in written:
                 documents.destination.delete(key)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
 from ...errors import DocumentError, InvalidValueError
@@ -58,6 +58,8 @@ __all__ = ["SourceWriter"]
 _COMPACT_AT = 0.1
 #: Lookups of a run before it may read the whole collection instead (at least).
 _LOOKUPS = 1_000
+#: The least step between two saves' times: a Change List's name holds its save's time to it.
+_TICK = timedelta(microseconds=1)
 
 
 class SourceWriter(ClosedOnExit):
@@ -270,7 +272,9 @@ class SourceWriter(ClosedOnExit):
         """
         now = self._clock()
         if self._saved_at is not None:
-            now = max(now, self._saved_at)  # a clock behind the one that saved before
+            # a clock at or behind the one that saved before: just after it, so this save's
+            # Change List is named after the last one's instead of writing over it
+            now = max(now, self._saved_at + _TICK)
         last = self._store.last_change()
         # the first save writes no Change List: its Resource List is where Destinations start
         journal = self._saved_at is not None and last is not None

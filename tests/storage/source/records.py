@@ -101,23 +101,23 @@ class Counting(Destination):
         return self.inner.object_url(key)
 
 
-def kill_before_write(destination: Destination, kill_at: int,
-                      prefix: str = RESERVED_PREFIX) -> None:
+def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool = False,
+                      under: str = RESERVED_PREFIX) -> None:
     """Make ``destination`` kill its process (SIGKILL) just before its ``kill_at``-th write
-    under ``prefix`` (the mirror's folder by default): a staged object's commit, a whole write
-    or a delete, after printing the key it was about to write."""
+    of a key starting with ``under`` (by default, under the mirror's folder: a staged
+    document's commit or a whole write; with ``deletes``, a deletion too), after printing the
+    key it was about to write."""
     writes = 0
 
     def step(key: str) -> None:
         nonlocal writes
-        if key.startswith(prefix):
+        if key.startswith(under):
             writes += 1
             if writes == kill_at:
                 print(key, flush=True)
                 os.kill(os.getpid(), signal.SIGKILL)
 
-    real_stage, real_write, real_delete = (destination.stage, destination.write_bytes,
-                                           destination.delete)
+    real_stage, real_write = destination.stage, destination.write_bytes
 
     def stage(key: str) -> Staged:
         staged = real_stage(key)
@@ -129,10 +129,13 @@ def kill_before_write(destination: Destination, kill_at: int,
         step(key)
         real_write(key, data, kind)
 
-    def delete(key: str) -> None:
-        step(key)
-        real_delete(key)
-
     destination.stage = stage  # type: ignore[method-assign]
     destination.write_bytes = write_bytes  # type: ignore[method-assign]
-    destination.delete = delete  # type: ignore[method-assign]
+    if deletes:
+        real_delete = destination.delete
+
+        def delete(key: str) -> None:
+            step(key)
+            real_delete(key)
+
+        destination.delete = delete  # type: ignore[method-assign]
