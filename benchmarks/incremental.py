@@ -23,8 +23,10 @@
     answers some hundred requests a second and holds every object in memory, and at 100,000
     the lookup index already has ten times the shards it has at 10,000 (at 1M, a hundred
     times, each as large), so a request count that grew with the mirror would show tenfold.
-    Bars: the requests at 100k within 1.5x of those at 10k, for ten changes and for a hundred;
-    more requests for a hundred changes than for ten.
+    A change costs at most a HEAD and a PUT or DELETE of its object, a read of its snapshot
+    shard, and a read and a write of its delta shard; at 10,000 a hundred changes share the
+    index's ten delta shards, so they cost fewer there. Bars: the requests at 100k within 1.5x
+    of those at 10k, for ten changes and for a hundred; more for a hundred changes than for ten.
 
 ``--scale`` runs (d) and (e) only; ``--quick`` runs them on smaller mirrors (2,000 and 20,000;
 1,000 and 10,000): a try of the benchmark itself, not a measure.
