@@ -1,9 +1,10 @@
 """Mirrors of many resources built directly, for the scale scenarios of ``incremental.py``.
 
 A mirror of ``size`` resources is what a baseline of a Source of that many resources leaves:
-each object (10 bytes, with its description) at the destination, and the mirror's state saved
-once by :class:`MirrorState` (its Resource List, split past 50,000 entries, and its lookup
-index) with the checkpoint a real baseline returned. Only the Source is smaller than the
+each object (10 bytes) at the destination (those no run reads without their description, see
+:func:`build_mirror`), and the mirror's state saved once by :class:`MirrorState` (its Resource
+List, split past 50,000 entries, and its lookup index) with the checkpoint a real baseline
+returned. Only the Source is smaller than the
 mirror: it holds the resources the runs change, so that it serves them, and no other body. An
 incremental run reads only the Capability List, the Change Lists and the changed resources, so
 the rest of the Source is never asked for.
