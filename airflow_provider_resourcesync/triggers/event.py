@@ -87,17 +87,19 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                         client.budget.restart()  # a watch lasts for ever: each poll has its own
                         changed = await marks.poll(client)
                         if changed:
-                            self.log.info("The Change List %s changed: %s", url,
-                                          ", ".join(changed))
+                            self.log.info("The watch of %s saw %d document(s) change since "
+                                          "the last poll: %s", url, len(changed),
+                                          " ".join(changed))
                             yield TriggerEvent({"change_list_url": url,
                                                 "changed": changed[:MAX_NAMED]})
                         await asyncio.sleep(self.poll_interval)
             except ResourceSyncError as error:
                 self.log.error(
-                    "Watching %s: this poll failed, the next is in %.2f s%s. %s",
+                    "Polling again in %.2f s%s: the poll of %s failed. %s", self.poll_interval,
+                    "" if error.rerun_helps else
+                    ", which will fail alike until what is named below is changed",
                     self.change_list_url or f"the Change List of {self.resourcesync_conn_id}",
-                    self.poll_interval, "" if error.rerun_helps else
-                    " and will fail alike until what is named below is changed", error)
+                    error)
             await asyncio.sleep(self.poll_interval)
 
     def _discover(self) -> str:

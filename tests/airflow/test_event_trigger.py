@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
 import urllib.request
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from airflow_provider_resourcesync.errors import ConfigurationError
+from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
+from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata
+from airflow_provider_resourcesync.protocol.writer import DocumentWriter
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
+from airflow_provider_resourcesync.triggers.marks import mark_of
 
 #: How long any wait in these tests may last: a bound, never an assertion.
 BOUND = 30.0
@@ -181,6 +186,37 @@ def test_the_trigger_serializes_to_its_arguments_only() -> None:
     assert BaseEventTrigger.hash(*rebuilt.serialize()) == BaseEventTrigger.hash(classpath, kwargs)
     with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
         ResourceSyncChangeEventTrigger(poll_interval=0)
+
+
+def write_change_list(path: Path, count: int, *, capability: str = "changelist") -> Path:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    head = Head(md=Metadata(capability=capability, from_=start))
+    with path.open("wb") as stream, DocumentWriter(stream, head) as writer:
+        for number in range(count):
+            writer.write(Entry(f"https://example.org/res/{number}", md=Metadata(
+                change="updated", datetime=start + timedelta(seconds=number))))
+    return path
+
+
+def test_a_mark_is_read_streaming_in_memory_that_does_not_grow_with_the_list(
+        tmp_path: Path) -> None:
+    """A poll never holds a long list whole (issue 16): its digest is taken entry by entry."""
+    peaks = []
+    for count in (1_000, 10_000):
+        path = write_change_list(tmp_path / f"cl-{count}.xml", count)
+        tracemalloc.start()
+        mark = mark_of(path, url="https://example.org/cl.xml", max_bytes=2**30, part=False)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert (mark.closed, mark.lists) == (False, ())
+    assert peaks[1] < peaks[0] * 2 + 64 * 1024
+
+
+def test_a_document_of_another_capability_is_refused_naming_it(tmp_path: Path) -> None:
+    path = write_change_list(tmp_path / "rl.xml", 1, capability="resourcelist")
+    with pytest.raises(DocumentError, match=r"https://example.org/rl.xml.*expected a Change "
+                                            r"List or its index, found a Resource List"):
+        mark_of(path, url="https://example.org/rl.xml", max_bytes=2**20, part=False)
 
 
 # -- the example DAG, as Airflow's own code records and fires its watcher --------------------------
