@@ -15,7 +15,10 @@ _OPERATOR_MODULES = [
     "airflow_provider_resourcesync.operators.publish",
 ]
 _SENSOR_MODULES = ["airflow_provider_resourcesync.sensors.changelist"]
-_TRIGGER_MODULES = ["airflow_provider_resourcesync.triggers.changelist"]
+_TRIGGER_MODULES = [
+    "airflow_provider_resourcesync.triggers.changelist",
+    "airflow_provider_resourcesync.triggers.event",
+]
 
 #: The connection's extra fields; defaults are ``ClientPolicy``'s (a test keeps them equal).
 _CONN_FIELDS: dict[str, Any] = {

@@ -1,0 +1,114 @@
+"""An event trigger for Airflow's event-driven scheduling: a DAG run when a Source's Change List
+(12.1) or Change List Index (12.2) changes.
+
+Used in an ``AssetWatcher`` of an Asset a DAG is scheduled on::
+
+    Asset("resourcesync-source", watchers=[AssetWatcher(
+        name="source_changes", trigger=ResourceSyncChangeEventTrigger())])
+
+The event is a wake-up, not a description of the changes: the incremental run it starts reads
+from its own checkpoint, so a missed or a duplicate event costs nothing but a delay or a run that
+finds nothing new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseEventTrigger, TriggerEvent
+
+from ..client.navigate import capability_documents, choose_capability
+from ..errors import ResourceSyncError
+from ..hooks.resourcesync import ResourceSyncHook
+from ..protocol.model import Capability
+from ..shell import capability_list_of
+from .changelist import check_intervals
+from .marks import ChangeListMarks
+
+__all__ = ["MAX_NAMED", "ResourceSyncChangeEventTrigger"]
+
+#: How many changed documents an event names.
+MAX_NAMED = 10
+
+
+class ResourceSyncChangeEventTrigger(BaseEventTrigger):
+    """Fire each time the Source's Change List, or its index and the lists in it still open,
+    says something else than at the poll before (a new entry, a new list, a list closed). The
+    first poll only records what the documents say; it is kept in memory, so a change made while
+    the triggerer was down wakes nothing until the next one.
+
+    Its arguments are its whole identity, the same at every parse of the DAG (Airflow matches
+    watchers by their serialized triggers): nothing it sees is serialized.
+
+    Each poll is bounded by the connection's ``request_timeout`` and a whole ``retry_budget``;
+    a poll that fails is logged and the watch goes on, reading the connection again, so a Source
+    that is down for a while ends nothing. An unchanged Change List costs one request answered
+    304 per poll (one per open list more, in an index).
+
+    The event's payload: ``change_list_url`` (the document watched) and ``changed`` (up to
+    :data:`MAX_NAMED` documents whose content changed).
+
+    :param change_list_url: the Change List or Change List Index to watch; None: the one the
+        Capability List discovered from the connection's base URL points at.
+    :param resourcesync_conn_id: the ``resourcesync`` connection to the Source.
+    :param poll_interval: seconds between polls.
+    """
+
+    def __init__(self, *, change_list_url: str | None = None,
+                 resourcesync_conn_id: str = "resourcesync_default",
+                 poll_interval: float = 60.0) -> None:
+        super().__init__()
+        check_intervals(poll_interval, poll_interval)
+        self.change_list_url = change_list_url
+        self.resourcesync_conn_id = resourcesync_conn_id
+        self.poll_interval = float(poll_interval)  # 60 and 60.0: one identity
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return f"{type(self).__module__}.{type(self).__qualname__}", {
+            "change_list_url": self.change_list_url,
+            "resourcesync_conn_id": self.resourcesync_conn_id,
+            "poll_interval": self.poll_interval,
+        }
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+        marks: ChangeListMarks | None = None
+        while True:
+            try:
+                async with await hook.get_async_client() as client:
+                    url = self.change_list_url or await asyncio.to_thread(self._discover)
+                    if marks is None or marks.url != url:
+                        marks = ChangeListMarks(url)
+                        self.log.info("Watching the Change List %s every %.2f s", url,
+                                      self.poll_interval)
+                    while True:
+                        client.budget.restart()  # a watch lasts for ever: each poll has its own
+                        changed = await marks.poll(client)
+                        if changed:
+                            self.log.info("The watch of %s saw %d document(s) change since "
+                                          "the last poll: %s", url, len(changed),
+                                          " ".join(changed))
+                            yield TriggerEvent({"change_list_url": url,
+                                                "changed": changed[:MAX_NAMED]})
+                        await asyncio.sleep(self.poll_interval)
+            except ResourceSyncError as error:
+                self.log.error(
+                    "Polling again in %.2f s%s: the poll of %s failed. %s", self.poll_interval,
+                    "" if error.rerun_helps else
+                    ", which will fail alike until what is named below is changed",
+                    self.change_list_url or f"the Change List of {self.resourcesync_conn_id}",
+                    error)
+            await asyncio.sleep(self.poll_interval)
+
+    def _discover(self) -> str:
+        """The Change List the Capability List discovered from the connection points at (9)."""
+        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+        try:
+            capability_list = capability_list_of(hook, None, self.log)
+            capabilities = capability_documents(hook.get_conn(), capability_list)
+            return capabilities[choose_capability(Capability.CHANGE_LIST, (), capabilities,
+                                                  capability_list, "to watch")]
+        finally:
+            hook.close()

@@ -1,0 +1,115 @@
+"""What a Change List (12.1) or a Change List Index (12.2) says, as a mark to compare from one poll
+to the next: whether the Source changed since a watch last looked.
+
+A document's mark is a SHA-256 digest of its head's ``rs:md`` and of its entries, read in one
+streaming pass: a long list is never held whole, and any new, edited or dropped entry changes it,
+where an entry count misses a list that drops its oldest entry as it adds one. It is a digest of
+what the document says, not of its bytes: a Source rewriting an unchanged list differently (other
+whitespace, other validators) leaves it as it was.
+
+A poll reads the document watched and, in an index, the lists it does not say are closed: a list
+with ``until`` is never updated again (7, 12.1), as the index says (12.2) or, where the index
+leaves it out, as the list's own head said when last read (a list the index names closed keeps
+the mark it had when read open, if it was: the index's own mark shows the closing). A document
+answered 304 keeps its mark without being read again: an unchanged Change List costs one
+request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..client.async_client import AsyncResourceSyncClient
+from ..client.navigate import child_ref, is_index_of, nested_index
+from ..protocol.model import Capability
+from ..protocol.position import ChangeListRef
+from ..protocol.reader import DocumentReader
+
+__all__ = ["ChangeListMarks", "Mark", "mark_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One document as a poll read it: its digest, whether it is closed (its own ``until``),
+    and, for an index, the lists it names (an index is small: kept whole)."""
+
+    digest: bytes
+    closed: bool
+    lists: tuple[ChangeListRef, ...] = ()
+
+
+def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool) -> Mark:
+    """The mark of the Change List or Change List Index at ``url`` read from ``copy``.
+
+    :param part: the document is a list named by an index, so not an index itself (7).
+    :raises DocumentError: it is neither a Change List nor its index, or an index where
+        ``part`` says a list.
+    """
+    digest = hashlib.sha256()
+    lists: list[ChangeListRef] = []
+    with DocumentReader(copy, url=url, max_bytes=max_bytes) as reader:
+        head = reader.head
+        digest.update(repr(head.md).encode())
+        is_index: bool | None = None
+        for entry in reader:
+            if is_index is None:
+                is_index = is_index_of(url, head, entry, Capability.CHANGE_LIST)
+                if is_index and part:
+                    raise nested_index(url)
+            if is_index:
+                lists.append(child_ref(entry))
+            digest.update(b"\n" + repr(replace(entry, line=None)).encode())
+        if is_index is None:  # no entries: still a Change List or its index
+            is_index_of(url, head, None, Capability.CHANGE_LIST)
+    closed = head.md is not None and head.md.until is not None
+    return Mark(digest.digest(), closed, tuple(lists))
+
+
+class ChangeListMarks:
+    """The marks of a Change List, or of an index and its open lists, kept between polls.
+
+    :param url: the Change List or the Change List Index watched.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._marks: dict[str, Mark] | None = None
+
+    async def poll(self, client: AsyncResourceSyncClient) -> list[str] | None:
+        """Read the documents again: the URLs of those whose mark changed (a list now named or
+        no longer named by the index counts as changed), in order; None at the first poll,
+        which only records.
+
+        :raises ResourceSyncError: a document could not be fetched or read.
+        """
+        before = self._marks or {}
+        root = await self._read(client, self.url, before, part=False)
+        now = {self.url: root}
+        for listed in root.lists:
+            known = before.get(listed.url)
+            if known is not None and (known.closed or listed.is_closed):
+                now[listed.url] = known  # closed: never updated again (7)
+            elif not listed.is_closed:
+                now[listed.url] = await self._read(client, listed.url, before, part=True)
+        first, self._marks = self._marks is None, now
+        if first:
+            return None
+        return [url for url in dict.fromkeys([*now, *before])
+                if _digest(now, url) != _digest(before, url)]
+
+    async def _read(self, client: AsyncResourceSyncClient, url: str, before: dict[str, Mark],
+                    *, part: bool) -> Mark:
+        fetched = await client.fetch_document(url)
+        known = before.get(url)
+        if fetched.not_modified and known is not None:
+            return known
+        return await asyncio.to_thread(mark_of, fetched.path, url=fetched.url,
+                                       max_bytes=client.policy.max_document_bytes, part=part)
+
+
+def _digest(marks: dict[str, Mark], url: str) -> bytes | None:
+    mark = marks.get(url)
+    return mark.digest if mark is not None else None

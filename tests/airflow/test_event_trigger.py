@@ -1,0 +1,301 @@
+"""The event trigger of event-driven DAG runs (issue 16, item 2), polling a loopback Source with
+asyncio as the triggerer does, and the example DAG it schedules, as Airflow's DAG processor and
+triggerer code record its watcher and turn its event into a queued run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tracemalloc
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
+from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata
+from airflow_provider_resourcesync.protocol.writer import DocumentWriter
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
+from airflow_provider_resourcesync.triggers.marks import mark_of
+
+#: How long any wait in these tests may last: a bound, never an assertion.
+BOUND = 30.0
+
+
+def statuses(source: ResourceSyncSource, url: str) -> list[int | None]:
+    """The statuses the Source answered requests for ``url`` with, in order."""
+    path = url.removeprefix(source.server.base_url)
+    return [record.status for record in source.server.requests if record.path == path]
+
+
+class Watching:
+    """A trigger's ``run()`` under way in the running loop, its events collected."""
+
+    def __init__(self, trigger: ResourceSyncChangeEventTrigger) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._task = asyncio.create_task(self._collect(trigger))
+
+    async def _collect(self, trigger: ResourceSyncChangeEventTrigger) -> None:
+        async for event in trigger.run():
+            self.events.append(event.payload)
+
+    async def until(self, condition: Callable[[], bool]) -> None:
+        """Wait until ``condition`` holds (checked every 20 ms, at most :data:`BOUND` s)."""
+        async with asyncio.timeout(BOUND):
+            while not condition():
+                assert not self._task.done(), self._task.exception()
+                await asyncio.sleep(0.02)
+
+    async def polls(self, source: ResourceSyncSource, url: str, more: int) -> None:
+        """Wait until ``more`` more requests for ``url`` were answered."""
+        seen = len(statuses(source, url))
+        await self.until(lambda: len(statuses(source, url)) >= seen + more)
+
+
+@asynccontextmanager
+async def watching(trigger: ResourceSyncChangeEventTrigger) -> AsyncIterator[Watching]:
+    watch = Watching(trigger)
+    try:
+        yield watch
+    finally:
+        watch._task.cancel()
+        await asyncio.gather(watch._task, return_exceptions=True)
+
+
+def change(source: ResourceSyncSource, name: str) -> None:
+    source.create(name, f"{name}\n".encode())
+    source.publish()
+
+
+def test_no_event_while_unchanged_one_304_a_poll_then_one_event_per_change(
+        source: ResourceSyncSource) -> None:
+    change(source, "before.txt")  # the first poll only records, even a list with changes
+    url = source.change_list_url
+    trigger = ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05)
+    identity = trigger.serialize()
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.polls(source, url, 6)
+            assert watch.events == []
+            assert statuses(source, url)[0] == 200 and set(statuses(source, url)[1:]) == {304}
+            change(source, "new.txt")
+            await watch.until(lambda: bool(watch.events))
+            assert watch.events == [{"change_list_url": url, "changed": [url]}]
+            await watch.polls(source, url, 4)
+            assert len(watch.events) == 1  # one change, one event
+            change(source, "newer.txt")
+            await watch.until(lambda: len(watch.events) == 2)
+
+    asyncio.run(scenario())
+    assert trigger.serialize() == identity  # what it saw is not part of its identity
+
+
+def test_a_list_rewritten_with_the_same_entries_wakes_nothing(source: ResourceSyncSource) -> None:
+    """What the list says counts, not its bytes: a new ETag over the same entries is no change."""
+    url = source.change_list_url
+    path = url.removeprefix(source.server.base_url)
+    change(source, "before.txt")
+    trigger = ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05)
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.polls(source, url, 2)
+            with urllib.request.urlopen(url, timeout=BOUND) as response:
+                body = response.read()
+            source.server.put(path, body.replace(b"><", b">\n  <"), "application/xml")
+            await watch.polls(source, url, 4)
+            assert 200 in statuses(source, url)[2:]  # the new bytes were read
+            assert watch.events == []
+
+    asyncio.run(scenario())
+
+
+def test_an_index_is_watched_with_its_open_list_only_and_fires_on_a_new_list(
+        source: ResourceSyncSource) -> None:
+    """A Change List Index (12.2), discovered from the connection: its closed lists are never
+    read; an unchanged poll costs one 304 for the index and one for the open list."""
+    change(source, "first.txt")
+    source.close_changelist()
+    change(source, "second.txt")
+    index = source.change_list_url
+    closed, open_list = (index.replace("changelist.xml", f"changelist-{n}.xml") for n in (1, 2))
+    assert statuses(source, open_list) == []  # the names are the fixture's
+    trigger = ResourceSyncChangeEventTrigger(poll_interval=0.05)
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.polls(source, open_list, 4)
+            assert watch.events == []
+            assert set(statuses(source, index)[1:]) == set(statuses(source, open_list)[1:]) == {304}
+            change(source, "third.txt")
+            await watch.until(lambda: bool(watch.events))
+            assert watch.events == [{"change_list_url": index, "changed": [open_list]}]
+            source.close_changelist()
+            source.publish()
+            await watch.until(lambda: len(watch.events) == 2)
+            newest = index.replace("changelist.xml", "changelist-3.xml")
+            assert watch.events[1]["changed"] == [index, newest]
+            read_open = len(statuses(source, open_list))
+            await watch.polls(source, newest, 3)
+            assert len(watch.events) == 2
+            assert len(statuses(source, open_list)) == read_open  # closed now: not read again
+
+    asyncio.run(scenario())
+    assert statuses(source, closed) == []
+
+
+def test_a_failed_poll_ends_nothing_and_what_was_seen_before_is_kept(
+        source: ResourceSyncSource) -> None:
+    """A Source down for a while: the polls fail (logged), the watch goes on with what it saw,
+    so the first good poll after the outage fires for a change made during it."""
+    url = source.change_list_url
+    path = url.removeprefix(source.server.base_url)
+    trigger = ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05)
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.polls(source, url, 2)
+            source.server.fail(path, 404, times=3)
+            await watch.until(lambda: statuses(source, url).count(404) == 3)
+            assert watch.events == []
+            change(source, "during.txt")
+            await watch.until(lambda: bool(watch.events))
+            assert watch.events == [{"change_list_url": url, "changed": [url]}]
+
+    asyncio.run(scenario())
+
+
+def test_the_trigger_serializes_to_its_arguments_only() -> None:
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.triggers.base import BaseEventTrigger
+
+    trigger = ResourceSyncChangeEventTrigger(change_list_url="https://example.org/cl.xml",
+                                             resourcesync_conn_id="other", poll_interval=30)
+    classpath, kwargs = trigger.serialize()
+    assert kwargs == {"change_list_url": "https://example.org/cl.xml",
+                      "resourcesync_conn_id": "other", "poll_interval": 30.0}
+    assert json.loads(json.dumps(kwargs)) == kwargs
+    rebuilt = import_string(classpath)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert BaseEventTrigger.hash(*rebuilt.serialize()) == BaseEventTrigger.hash(classpath, kwargs)
+    with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
+        ResourceSyncChangeEventTrigger(poll_interval=0)
+
+
+def write_change_list(path: Path, count: int, *, capability: str = "changelist") -> Path:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    head = Head(md=Metadata(capability=capability, from_=start))
+    with path.open("wb") as stream, DocumentWriter(stream, head) as writer:
+        for number in range(count):
+            writer.write(Entry(f"https://example.org/res/{number}", md=Metadata(
+                change="updated", datetime=start + timedelta(seconds=number))))
+    return path
+
+
+def test_a_mark_is_read_streaming_in_memory_that_does_not_grow_with_the_list(
+        tmp_path: Path) -> None:
+    """A poll never holds a long list whole (issue 16): its digest is taken entry by entry."""
+    peaks = []
+    for count in (1_000, 10_000):
+        path = write_change_list(tmp_path / f"cl-{count}.xml", count)
+        tracemalloc.start()
+        mark = mark_of(path, url="https://example.org/cl.xml", max_bytes=2**30, part=False)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert (mark.closed, mark.lists) == (False, ())
+    assert peaks[1] < peaks[0] * 2 + 64 * 1024
+
+
+def test_a_document_of_another_capability_is_refused_naming_it(tmp_path: Path) -> None:
+    path = write_change_list(tmp_path / "rl.xml", 1, capability="resourcelist")
+    with pytest.raises(DocumentError, match=r"https://example.org/rl.xml.*expected a Change "
+                                            r"List or its index, found a Resource List"):
+        mark_of(path, url="https://example.org/rl.xml", max_bytes=2**20, part=False)
+
+
+# -- the example DAG, as Airflow's own code records and fires its watcher --------------------------
+
+def parse_into_db(dag: Any) -> None:
+    """Record ``dag`` as the DAG processor does, in the DAGs folder's bundle."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
+    from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        DagBundlesManager().sync_bundles_to_db(session=session)
+    with create_session() as session:
+        update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
+                                         {}, None, set(), session=session)
+
+
+def pause(dag_id: str, paused: bool) -> None:
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        session.get(DagModel, dag_id).is_paused = paused
+
+
+def test_the_example_dag_runs_when_its_watcher_fires(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
+    """``incremental_on_change`` parsed twice keeps one trigger (its identity is stable); the
+    trigger Airflow rebuilds from the database fires after a change at the Source; the event,
+    submitted as the triggerer submits it, records an Asset event and queues a run of the DAG."""
+    from airflow.models.asset import AssetDagRunQueue, AssetEvent
+    from airflow.models.trigger import Trigger
+    from airflow.sdk._shared.module_loading import import_string
+    from airflow.triggers.base import TriggerEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_provider_resourcesync.demo import load_example_dag
+
+    monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
+    dag = load_example_dag("incremental_on_change")
+    assert all(task.execution_timeout for task in dag.tasks)  # no task runs for ever
+    [asset] = dag.timetable.asset_condition.objects
+    [watcher] = asset.watchers
+    assert watcher.trigger.serialize() == (
+        "airflow_provider_resourcesync.triggers.event.ResourceSyncChangeEventTrigger",
+        {"change_list_url": None, "resourcesync_conn_id": "resourcesync_default",
+         "poll_interval": 60.0})
+    parse_into_db(dag)  # paused at creation: no watcher runs for a paused DAG
+    pause(dag.dag_id, False)
+    request.addfinalizer(lambda: pause(dag.dag_id, True))  # later runs parse the DAGs folder
+    parse_into_db(dag)
+    parse_into_db(load_example_dag("incremental_on_change"))  # parsed again: the same trigger
+
+    def ours() -> list[Trigger]:
+        with create_session() as session:
+            rows = session.scalars(select(Trigger).where(
+                Trigger.classpath == watcher.trigger.serialize()[0])).all()
+            return [row for row in rows if any(a.name == asset.name for a in row.assets)]
+
+    [row] = ours()
+    trigger = import_string(row.classpath)(**{**row.kwargs, "poll_interval": 0.05})
+
+    async def first_event() -> TriggerEvent:
+        async with watching(trigger) as watch:
+            await watch.until(lambda: len(statuses(source, source.change_list_url)) >= 2)
+            change(source, "new.txt")
+            await watch.until(lambda: bool(watch.events))
+            return TriggerEvent(watch.events[0])
+
+    event = asyncio.run(first_event())
+    assert event.payload["changed"] == [source.change_list_url]
+    Trigger.submit_event(row.id, event)
+    with create_session() as session:
+        extras = [recorded.extra for recorded in session.scalars(select(AssetEvent))
+                  if recorded.asset.name == asset.name]
+        queued = session.scalars(select(AssetDagRunQueue.target_dag_id)).all()
+    assert extras == [{"from_trigger": True, "payload": event.payload}]
+    assert dag.dag_id in queued
+    assert [r.id for r in ours()] == [row.id]
