@@ -234,10 +234,12 @@ def test_csv_rows_that_break_the_schema_are_named(tmp_path: Path, line: str,
 
 def test_a_report_larger_than_memory_is_sorted_in_runs_on_disk(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs of a few entries, merged a few at a time: the order and the check for a key
-    listed twice hold across runs."""
+    """Runs of a few entries, merged a few at a time, a few lines of each at a time: the order
+    and the check for a key listed twice hold across runs."""
     monkeypatch.setattr(runs, "RUN_CHARACTERS", 2_000)
     monkeypatch.setattr(runs, "FAN_IN", 3)
+    monkeypatch.setattr(runs, "_MERGE_LINES", 6)  # blocks of 2 lines: read ahead, refilled
+    monkeypatch.setattr(runs, "_LEAST_BLOCK", 2)
     items = objects([f"{n}/{key}" for n in range(40) for key in TRICKY])
     random.Random(15).shuffle(items)
     write_report(directory_put(tmp_path), [items[:100], items[100:300], items[300:]])
