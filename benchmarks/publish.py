@@ -1,5 +1,14 @@
-"""Publishing benchmark: what packaging and an S3 publication cost, in one run.
+"""Publishing benchmark: what the inventory diff, packaging and an S3 publication cost, in one run.
 
+(a) The changes between two S3 Inventory reports of 1,000,000 objects (CSV gzip as S3 writes
+    them, rows in no particular order, 1% of the objects changed: created, updated, deleted),
+    both ordered and diffed (``InventoryReport.ordered``, ``publish.diff.changes``), against a
+    bare loop that only reads both (gunzip, ``csv.reader``, count the rows). Each contestant runs
+    in a fresh interpreter, so its peak RSS is its own; they alternate, each keeps its best.
+    Bars: ours <= 3 x the bare loop, peak RSS < 150 MB. Also printed, no bar: a real run's
+    diff, which orders only the new report (the previous objects record is kept in key order)
+    and keeps the new record as it goes; and with ``--ten-million``, 10,000,000 objects (one
+    round; the memory must stay flat).
 (b) 10,000 changed objects of 4 KB, packaged from a local directory into Change Dump packages
     (``publish.packages``: read pinned, hashed, zipped, staged, manifest copied) against a bare
     ``zipfile`` loop writing the same files into one ZIP; contestants alternate, each keeps its
@@ -8,29 +17,37 @@
     objects costs ceil(N / 1,000) ListObjectsV2 requests; a run with C changed objects one
     GetObject each and nothing read twice; each package its PUT (or its multipart parts).
 
-Run: ``make bench-publish`` or ``uv run python benchmarks/publish.py``.
+Run: ``make bench-publish`` or ``uv run python benchmarks/publish.py [a] [b] [c]
+[--ten-million]`` (no letter: all three).
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import json
 import logging
 import math
+import subprocess
 import sys
 import tempfile
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import boto3
-from moto.server import ThreadedMotoServer
-
 from airflow_provider_resourcesync.protocol.model import Change
 from airflow_provider_resourcesync.publish.bucket import LocalBucket, S3Bucket
-from airflow_provider_resourcesync.publish.inventory import list_bucket
+from airflow_provider_resourcesync.publish.diff import changes
+from airflow_provider_resourcesync.publish.inventory import (
+    DirectoryReportReader,
+    list_bucket,
+    read_report,
+)
 from airflow_provider_resourcesync.publish.inventory.local import change_token
 from airflow_provider_resourcesync.publish.packages import (
     PackageSize,
@@ -38,10 +55,22 @@ from airflow_provider_resourcesync.publish.packages import (
     cut,
     write_packages,
 )
+from airflow_provider_resourcesync.publish.published import keeping, read_published
 from airflow_provider_resourcesync.publish.run import Publication, publish
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
+from airflow_provider_resourcesync.testing.reports import csv_gzip, form_encoded, put_report
 
+INVENTORIED = 1_000_000
+TEN_MILLION = 10_000_000
+FILE_ROWS = 250_000
+STRIDE = 1_000_003  # a prime: row j lists object (j * STRIDE + offset) mod count
+TIME_BAR = 3.0
+MEMORY_BAR_MB = 150
+MANIFEST = "inventory/source/all/2026-11-25T01-00Z/manifest.json"
+COLUMNS = ("Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size",
+           "LastModifiedDate", "ETag", "StorageClass")
+RECORD = "objects.jsonl.gz"
 OBJECTS = 10_000
 BODY = 4096
 ROUNDS = 3
@@ -49,6 +78,132 @@ RATE_BAR = 0.5
 LISTED = 2_500
 CHANGED = 100
 START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def report_rows(count: int, changed: bool) -> Iterator[list[str]]:
+    """The rows of a report of ``count`` objects, in no particular order; ``changed``: 1% of
+    them changed since (a third deleted, a third updated, and as many created)."""
+    created = count // 300 if changed else 0
+    total = count + created
+    for row in range(total):
+        number = (row * STRIDE + (7 if changed else 0)) % total
+        state = 1 if number >= count else 0
+        if changed and number % 100 == 0 and not state:
+            if number // 100 % 3 == 0:
+                continue  # deleted
+            state = 1
+        yield ["source", form_encoded(f"collection/{number % 1000:03d}/item-{number:09d}.json"),
+               "", "true", "false", str(1000 + number % 5000 + state),
+               f"2026-11-{24 if state else 20}T{number % 24:02d}:{number % 60:02d}:"
+               f"{number // 60 % 60:02d}.{number % 1000:03d}Z",
+               f"{((number + 1) * 0x9E3779B97F4A7C15F39CC0605CEDC835 + state) % (1 << 128):032x}",
+               "STANDARD"]
+
+
+def write_reports(root: Path, count: int) -> None:
+    """The reports before (``root/a``) and after (``root/b``) 1% of ``count`` objects
+    changed, and the objects record a real run would have kept from the first
+    (``root/a/objects.jsonl.gz``)."""
+    for side, created, changed in (("a", START, False), ("b", START + timedelta(days=1), True)):
+        def put(key: str, data: bytes, side: str = side) -> None:
+            path = root / side / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        rows = report_rows(count, changed)
+        data_files = ((f"part-{number}.csv.gz", csv_gzip(part)) for number, part in enumerate(
+            iter(lambda rows=rows: list(islice(rows, FILE_ROWS)), [])))
+        put_report(put, MANIFEST, data_files, file_format="CSV", file_schema=", ".join(COLUMNS),
+                   created=created)
+    before = read_report(DirectoryReportReader(root / "a"), MANIFEST)
+    for _ in keeping(LocalDestination(root / "a"), RECORD, before.ordered()):
+        pass
+
+
+def bare_read(root: Path) -> int:
+    """Every row of both reports read, and nothing else."""
+    rows = 0
+    for side in ("a", "b"):
+        manifest = json.loads((root / side / MANIFEST).read_bytes())
+        for data_file in manifest["files"]:
+            with gzip.open(root / side / data_file["key"], "rt", encoding="utf-8",
+                           newline="") as text:
+                for _ in csv.reader(text):
+                    rows += 1
+    return rows
+
+
+def two_reports(root: Path) -> int:
+    """The changes between the two reports, both ordered."""
+    before = read_report(DirectoryReportReader(root / "a"), MANIFEST)
+    after = read_report(DirectoryReportReader(root / "b"), MANIFEST)
+    return sum(1 for _ in changes(before.ordered(), after.ordered(), since=before.created,
+                                  until=after.created))
+
+
+def real_run(root: Path) -> int:
+    """The changes as a real run finds them: the previous objects record (in key order)
+    against the new report ordered, the new record kept as it passes."""
+    after = read_report(DirectoryReportReader(root / "b"), MANIFEST)
+    kept = keeping(LocalDestination(root / "b"), RECORD, after.ordered())
+    return sum(1 for _ in changes(read_published(LocalDestination(root / "a"), RECORD), kept,
+                                  since=START, until=after.created))
+
+
+CONTESTANTS: dict[str, Callable[[Path], int]] = {
+    "bare": bare_read, "ours": two_reports, "run": real_run}
+
+
+def contestant(name: str, root: Path) -> None:
+    """Run one contestant here (a fresh interpreter) and print what it cost, as JSON."""
+    started, cpu = time.perf_counter(), time.process_time()
+    count = CONTESTANTS[name](root)
+    print(json.dumps({"count": count, "seconds": time.perf_counter() - started,
+                      "cpu": time.process_time() - cpu,
+                      "peak_mb": peak_rss_mb()}))
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS: VmHWM, not ru_maxrss, which Linux carries over from the
+    parent across fork and exec."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def measured(name: str, root: Path) -> dict[str, float]:
+    done = subprocess.run([sys.executable, __file__, "--contestant", name, str(root)],
+                          check=True, capture_output=True, text=True, timeout=4 * 3600)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def inventory_diff(count: int, rounds: int) -> bool:
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        started = time.perf_counter()
+        write_reports(root, count)
+        print(f"(a) {count:,} objects: reports written in {time.perf_counter() - started:.0f} s")
+        best: dict[str, dict[str, float]] = {}
+        for _ in range(rounds):  # alternating: a shared machine's speed drifts
+            for name in CONTESTANTS:
+                result = measured(name, root)
+                kept = best.setdefault(name, result)
+                kept["seconds"] = min(kept["seconds"], result["seconds"])
+                kept["cpu"] = min(kept["cpu"], result["cpu"])
+                kept["peak_mb"] = max(kept["peak_mb"], result["peak_mb"])
+                kept["count"] = result["count"]
+    bare, ours, run = best["bare"], best["ours"], best["run"]
+    ratio = ours["seconds"] / bare["seconds"]
+    print(f"    a bare loop reading both reports ({bare['count']:,} rows): "
+          f"{bare['seconds']:.1f} s (CPU {bare['cpu']:.1f} s), {bare['peak_mb']:.0f} MB")
+    print(f"    ours, both reports ordered and diffed ({ours['count']:,} changes): "
+          f"{ours['seconds']:.1f} s (CPU {ours['cpu']:.1f} s), {ours['peak_mb']:.0f} MB peak: "
+          f"{ratio:.2f}x the bare loop (CPU {ours['cpu'] / bare['cpu']:.2f}x)"
+          + (f" (bars: <= {TIME_BAR}x, < {MEMORY_BAR_MB} MB)" if count == INVENTORIED else ""))
+    print(f"    a real run's diff, the new report ordered against the objects record "
+          f"({run['count']:,} changes): {run['seconds']:.1f} s (CPU {run['cpu']:.1f} s), "
+          f"{run['peak_mb']:.0f} MB peak: {run['seconds'] / bare['seconds']:.2f}x (no bar)")
+    return ratio <= TIME_BAR and ours["peak_mb"] < MEMORY_BAR_MB
 
 
 def tree(root: Path) -> list[Planned]:
@@ -104,6 +259,9 @@ def packaging() -> bool:
 
 
 def requests_on_s3() -> bool:
+    import boto3  # here, not above: (a)'s contestants' peak RSS is their own, not moto's
+    from moto.server import ThreadedMotoServer
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's request log
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
@@ -153,13 +311,25 @@ def requests_on_s3() -> bool:
             and first.get(("GetObject", "source"), 0) == 0)
 
 
-def main() -> int:
-    ok = packaging()
-    ok = requests_on_s3() and ok
+def main(arguments: list[str]) -> int:
+    if arguments[:1] == ["--contestant"]:
+        contestant(arguments[1], Path(arguments[2]))
+        return 0
+    chosen = {argument for argument in arguments if not argument.startswith("--")} or {
+        "a", "b", "c"}
+    ok = True
+    if "a" in chosen:
+        ok = inventory_diff(INVENTORIED, ROUNDS) and ok
+        if "--ten-million" in arguments:
+            inventory_diff(TEN_MILLION, 1)
+    if "b" in chosen:
+        ok = packaging() and ok
+    if "c" in chosen:
+        ok = requests_on_s3() and ok
     print("bars met" if ok else "bars NOT met")
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
 

@@ -15,10 +15,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from operator import methodcaller
 
 from ..errors import ConfigurationError
+from .inventory.entries import SEPARATOR, entry_of, fields_object
 from .inventory.objects import InventoryObject
-from .inventory.order import in_key_order
+from .inventory.order import Ordered, order_error
 
 __all__ = ["Change", "ChangeKind", "changes"]
 
@@ -53,6 +55,9 @@ def changes(previous: Iterable[InventoryObject], current: Iterable[InventoryObje
             since: datetime | None, until: datetime) -> Iterator[Change]:
     """The changes from ``previous`` to ``current``, in key order (not time order).
 
+    Objects are compared as entries (:mod:`.inventory.entries`): an :class:`~.inventory.order.
+    Ordered` stream (a report's) gives its own, and only objects that changed are built.
+
     :param previous: the previous snapshot's objects, in strictly increasing key order.
     :param current: the new inventory, in strictly increasing key order (a report's
         :meth:`~.inventory.report.InventoryReport.ordered`, a listing, a directory walk).
@@ -67,30 +72,63 @@ def changes(previous: Iterable[InventoryObject], current: Iterable[InventoryObje
         raise ConfigurationError(f"the inventory's time {until.isoformat()} is not after the "
                                  f"previous snapshot's {since.isoformat()}; publish from a newer "
                                  "inventory")
-    old = iter(in_key_order(previous, "the previous snapshot",
-                            "the snapshot is corrupt: publish it again from scratch"))
-    new = iter(in_key_order((item for item in current if item.is_latest), "the inventory",
-                            "order it first (InventoryReport.ordered sorts a report)"))
+    old, old_where, old_fix = _entries(previous, "the previous snapshot",
+                                       "the snapshot is corrupt: publish it again from scratch")
+    new, new_where, new_fix = _entries(current, "the inventory",
+                                       "order it first (InventoryReport.ordered sorts a report)",
+                                       latest=True)
+    # One loop, every step inline: it runs once per object of the bucket.
     before, after = next(old, None), next(new, None)
+    old_last = before[0] if before is not None else ""
+    new_last = after[0] if after is not None else ""
     while before is not None or after is not None:
-        if after is None or (before is not None and before.key < after.key):
-            assert before is not None
-            yield Change(ChangeKind.DELETED, before.key, until, None, before)
+        if after is None or (before is not None and before[0] < after[0]):
+            yield Change(ChangeKind.DELETED, before[0], until, None, fields_object(before))
+            old_step = True
+        else:
+            if before is None or after[0] < before[0]:
+                if after[5] == "false":
+                    created = fields_object(after)
+                    yield Change(ChangeKind.CREATED, created.key,
+                                 _within(created.last_modified, since, until), created, None)
+            elif after[5] == "true":
+                marker = fields_object(after)
+                yield Change(ChangeKind.DELETED, marker.key,
+                             _within(marker.last_modified, since, until), None,
+                             fields_object(before))
+            elif after[1] != before[1] or after[2] != before[2]:
+                updated = fields_object(after)
+                yield Change(ChangeKind.UPDATED, updated.key,
+                             _within(updated.last_modified, since, until), updated,
+                             fields_object(before))
+            old_step = before is not None and before[0] == after[0]
+            after = next(new, None)
+            if after is not None:
+                if after[0] <= new_last:
+                    raise order_error(after[0], new_last, new_where, new_fix)
+                new_last = after[0]
+        if old_step:
             before = next(old, None)
-            continue
-        if before is None or after.key < before.key:
-            if not after.is_delete_marker:
-                yield Change(ChangeKind.CREATED, after.key,
-                             _within(after.last_modified, since, until), after, None)
-        elif after.is_delete_marker:
-            yield Change(ChangeKind.DELETED, after.key,
-                         _within(after.last_modified, since, until), None, before)
-        elif after.size != before.size or after.etag != before.etag:
-            yield Change(ChangeKind.UPDATED, after.key,
-                         _within(after.last_modified, since, until), after, before)
-        if before is not None and before.key == after.key:
-            before = next(old, None)
-        after = next(new, None)
+            if before is not None:
+                if before[0] <= old_last:
+                    raise order_error(before[0], old_last, old_where, old_fix)
+                old_last = before[0]
+
+
+def _entries(stream: Iterable[InventoryObject], where: str, fix: str, *,
+             latest: bool = False) -> tuple[Iterator[list[str]], str, str]:
+    """The entries of ``stream``, split into their fields, with where they come from and what
+    to change when they are out of order.
+
+    :param latest: leave out versions that are not the latest.
+    """
+    if isinstance(stream, Ordered):
+        return map(_split, stream.entries), stream.where, stream.fix
+    objects = (item for item in stream if item.is_latest) if latest else iter(stream)
+    return map(_split, map(entry_of, objects)), where, fix
+
+
+_split = methodcaller("split", SEPARATOR)
 
 
 def _within(when: datetime, since: datetime | None, until: datetime) -> datetime:

@@ -18,7 +18,9 @@ from ..storage.base import Destination
 from ..storage.scratch import scratch_database
 from ..storage.source.held import Held
 from ..storage.source.records import as_datetime, micros
+from .inventory.entries import SEPARATOR
 from .inventory.objects import InventoryObject
+from .inventory.order import Ordered
 from .lines import lines_writer, read_lines
 
 __all__ = ["keeping", "read_published", "rebuilt"]
@@ -30,15 +32,35 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def keeping(destination: Destination, key: str, inventory: Iterable[InventoryObject]
-            ) -> Iterator[InventoryObject]:
+            ) -> Iterable[InventoryObject]:
     """``inventory`` passed through, its latest objects kept at ``key`` as they pass: committed
-    once the inventory has been read to its end, and not at all if it is not."""
+    once the inventory has been read to its end, and not at all if it is not. An
+    :class:`~.inventory.order.Ordered` inventory passes as one, its entries kept as they are."""
+    if isinstance(inventory, Ordered):
+        return Ordered(_kept_entries(destination, key, inventory.entries), inventory.where,
+                       inventory.fix)
+    return _kept(destination, key, inventory)
+
+
+def _kept(destination: Destination, key: str, inventory: Iterable[InventoryObject]
+          ) -> Iterator[InventoryObject]:
     with lines_writer(destination, key, {"version": _VERSION}) as write:
         for item in inventory:
             if item.is_latest and not item.is_delete_marker:
                 write([item.key, item.size, item.etag, format_datetime(item.last_modified),
                        item.version_id])
             yield item
+
+
+def _kept_entries(destination: Destination, key: str, entries: Iterator[str]) -> Iterator[str]:
+    """The entries passed through, each object's kept (its time as the entry has it: ISO 8601
+    in UTC, which :func:`read_published` reads)."""
+    with lines_writer(destination, key, {"version": _VERSION}) as write:
+        for entry in entries:
+            name, size, etag, modified, version, marker = entry.split(SEPARATOR)
+            if marker == "false":
+                write([name, int(size), etag, modified, version or None])
+            yield entry
 
 
 def read_published(destination: Destination, key: str, unknown: Iterable[str] = ()

@@ -5,20 +5,15 @@ URL-encoded as an HTML form is: a space as ``+``), Parquet or ORC (snake_case co
 
 from __future__ import annotations
 
-import csv
-import gzip
-import hashlib
 import io
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote_plus
 
 from airflow_provider_resourcesync.publish.inventory import InventoryObject
+from airflow_provider_resourcesync.testing.reports import Put, csv_gzip, form_encoded, put_report
 
-Put = Callable[[str, bytes], None]
 CREATED = datetime(2026, 11, 25, 1, 0, tzinfo=UTC)
 #: S3's CSV columns, in its order, and the same for ORC and Parquet.
 CSV_COLUMNS = ("Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size",
@@ -42,12 +37,6 @@ def directory_put(root: Path) -> Put:
     return put
 
 
-def form_encoded(key: str) -> str:
-    """``key`` as S3 Inventory writes it in CSV: its UTF-8 bytes form-URL-encoded, letters,
-    digits and ``. - * _`` as they are, a space as ``+``."""
-    return quote_plus(key, safe="*").replace("~", "%7E")
-
-
 def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS) -> list[str]:
     values = {
         "Bucket": "source", "Key": form_encoded(item.key), "VersionId": item.version_id or "",
@@ -58,12 +47,6 @@ def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS) -> list
         + f"{item.last_modified.microsecond // 1000:03d}Z",
         "ETag": item.etag, "StorageClass": "STANDARD"}
     return [values[name] for name in columns]
-
-
-def csv_gzip(rows: Sequence[Sequence[str]]) -> bytes:
-    text = io.StringIO()
-    csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
-    return gzip.compress(text.getvalue().encode("utf-8"))
 
 
 def columnar(items: Sequence[InventoryObject], file_format: str,
@@ -109,27 +92,14 @@ def write_report(put: Put, parts: Sequence[Sequence[InventoryObject]], *,
                  schema: str | None = None) -> list[str]:
     """A report of ``parts`` (one data file each) under ``manifest_key``'s configuration; the
     data files' keys."""
-    config = manifest_key.rsplit("/", 2)[0]
-    files, keys = [], []
-    for number, items in enumerate(parts):
-        if file_format == "CSV":
-            data = csv_gzip([csv_row(item, columns) for item in items])
-            key = f"{config}/data/part-{number}.csv.gz"
-        else:
-            data = columnar(items, file_format, columns)
-            key = f"{config}/data/part-{number}.{file_format.lower()}"
-        put(key, data)
-        keys.append(key)
-        files.append({"key": key, "size": len(data),
-                      "MD5checksum": hashlib.md5(data).hexdigest()})
-    manifest = json.dumps({
-        "sourceBucket": "source", "destinationBucket": "arn:aws:s3:::inventory",
-        "version": "2016-11-30",
-        "creationTimestamp": str(int(created.timestamp() * 1000)),
-        "fileFormat": file_format,
-        "fileSchema": schema if schema is not None else file_schema(file_format, columns),
-        "files": files}, indent=4).encode()
-    put(manifest_key, manifest)
-    put(manifest_key.rsplit("/", 1)[0] + "/manifest.checksum",
-        hashlib.md5(manifest).hexdigest().encode())
-    return keys
+    def data_files() -> Iterator[tuple[str, bytes]]:
+        for number, items in enumerate(parts):
+            if file_format == "CSV":
+                yield f"part-{number}.csv.gz", csv_gzip(csv_row(item, columns) for item in items)
+            else:
+                yield (f"part-{number}.{file_format.lower()}",
+                       columnar(items, file_format, columns))
+    return put_report(put, manifest_key, data_files(), file_format=file_format,
+                      file_schema=schema if schema is not None else file_schema(file_format,
+                                                                                columns),
+                      created=created)

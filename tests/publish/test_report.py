@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,8 @@ from airflow_provider_resourcesync.publish.inventory import (
     InventoryObject,
     S3ReportReader,
     read_report,
+    rows,
+    runs,
 )
 from airflow_provider_resourcesync.testing import SourceServer
 
@@ -214,6 +217,10 @@ GOOD = '"source","k{n}","","true","false","{size}","2026-11-24T12:00:00.000Z","e
     (GOOD.format(n="%FF%FE", size="1"), r"'k%FF%FE' is not valid UTF-8 once URL-decoded"),
     (GOOD.format(n="%0A", size="1"), r"'k\\n' holds a control character"),
     (GOOD.format(n="/../etc", size="1"), r"'k/../etc' has a '.' or '..' segment"),
+    (GOOD.format(n=2, size="1").replace('"e"', '"e\nf"'),
+     "row 2 has a control character in its ETag or VersionId"),
+    (GOOD.format(n=2, size="1").replace('""', '"v\x07"'),
+     "row 2 has a control character in its ETag or VersionId"),
     ('"sour"ce,"k3"\n', "not a whole CSV gzip file"),
 ])
 def test_csv_rows_that_break_the_schema_are_named(tmp_path: Path, line: str,
@@ -223,6 +230,44 @@ def test_csv_rows_that_break_the_schema_are_named(tmp_path: Path, line: str,
         list(read_report(reader, MANIFEST).ordered())
     assert "part-0.csv.gz" in str(caught.value) and not caught.value.rerun_helps
     assert "re-run" not in str(caught.value)
+
+
+def test_a_report_larger_than_memory_is_sorted_in_runs_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs of a few entries, merged a few at a time, a few lines of each at a time: the order
+    and the check for a key listed twice hold across runs."""
+    monkeypatch.setattr(runs, "RUN_CHARACTERS", 2_000)
+    monkeypatch.setattr(runs, "FAN_IN", 3)
+    monkeypatch.setattr(runs, "_MERGE_LINES", 6)  # blocks of 2 lines: read ahead, refilled
+    monkeypatch.setattr(runs, "_LEAST_BLOCK", 2)
+    items = objects([f"{n}/{key}" for n in range(40) for key in TRICKY])
+    random.Random(15).shuffle(items)
+    write_report(directory_put(tmp_path), [items[:100], items[100:300], items[300:]])
+    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+        utf8_sorted(items)
+    write_report(directory_put(tmp_path), [items, [items[123]]])
+    with pytest.raises(InventoryError, match="comes twice"):
+        list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered())
+
+
+def test_rows_checked_a_batch_at_a_time_read_as_rows_checked_one_by_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch holding a row S3 would not write as it is (a key with a no-break space, a
+    quoted ETag, a time with an offset) is read row by row: the same objects."""
+    monkeypatch.setattr(rows, "BATCH", 4)
+    items = objects([f"k{n:02d}" for n in range(12)] + ["no\u00a0break"])
+    write_report(directory_put(tmp_path), [items])
+    fast = list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered())
+    def line(n: int) -> str:
+        etag = hashlib.md5(f"k{n:02d}".encode()).hexdigest()
+        etag = f'""{etag}""' if n == 5 else etag  # CSV for "<etag>", quotes and all
+        time = f"2026-11-24T12:00:{n:02d}.{n:03d}" + ("+00:00" if n == 9 else "Z")
+        return f'"source","k{n:02d}","","true","false","{n}","{time}","{etag}","STANDARD"\n'
+
+    lines = [line(n) for n in range(12)]
+    assert fast[:12] == items[:12] and fast[12].key == "no\u00a0break"
+    reader = csv_report(tmp_path, lines)
+    assert list(read_report(reader, MANIFEST).ordered()) == items[:12]
 
 
 def test_a_delete_marker_row_needs_no_size_or_etag(tmp_path: Path) -> None:

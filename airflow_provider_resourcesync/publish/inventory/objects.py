@@ -17,12 +17,14 @@ from datetime import datetime
 from ...errors import InventoryError
 from ...storage.base import shown_key
 
-__all__ = ["InventoryObject", "checked_key", "in_scope"]
+__all__ = ["CONTROL", "InventoryObject", "checked_key", "fit", "in_scope"]
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: A control character: no key, ETag or version may hold one.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _REFUSED_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
+_DOT_SEGMENT_IN_LINES = re.compile(r"(?:^|/)\.\.?(?:/|$)", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,13 +64,22 @@ def checked_key(key: str, where: str) -> str:
         why = "is empty"
     elif _SURROGATE.search(key):
         why = "is not valid UTF-8"
-    elif _CONTROL.search(key):
+    elif CONTROL.search(key):
         why = "holds a control character, which no URL can carry"
     else:
         why = "has a '.' or '..' segment, which a URL client resolves away"
     raise InventoryError(
         f"{where}: key {shown_key(key)} {why}, so it cannot be published as a URL; rename "
         "the object, or move it out of the published prefix")
+
+
+def fit(lines: str) -> bool:
+    """Whether every key of ``lines`` (keys one a line, none empty) passes
+    :func:`checked_key`: a batch of keys checked at once, conservatively (a key with any
+    character that is not printable, a no-break space say, is left to :func:`checked_key`)."""
+    return lines.replace("\n", "").isprintable() and (
+        ("/." not in lines and "\n." not in lines and lines[:1] != ".")
+        or _DOT_SEGMENT_IN_LINES.search(lines) is None)
 
 
 def in_scope(key: str, prefix: str, exclude_prefix: str | None) -> bool:

@@ -3,24 +3,23 @@ no particular order.
 
 Keys are compared as Python strings: code point order, which is the order of their UTF-8 bytes
 (the order S3 lists in) for the valid keys :func:`.objects.checked_key` lets through. On disk,
-SQLite compares TEXT by the bytes of its UTF-8 encoding: the same order.
+entries (:mod:`.entries`) are sorted in runs (:mod:`.runs`): as their keys, the same order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from itertools import islice
 
 from ...errors import InventoryError
 from ...storage.base import shown_key
-from ...storage.scratch import scratch_database
+from .entries import entry_of, object_of
 from .objects import InventoryObject
-from .rows import Row
+from .runs import sorted_lines
 
-__all__ = ["in_key_order", "ordered", "ordered_rows"]
+__all__ = ["Ordered", "in_key_order", "order_error", "ordered", "ordered_entries"]
 
-_SCHEMA = """CREATE TABLE objects (key TEXT NOT NULL, size INTEGER NOT NULL,
-    etag TEXT NOT NULL, modified TEXT NOT NULL, version TEXT, marker INTEGER NOT NULL)"""
+_BATCH = 10_000
 
 
 def in_key_order(objects: Iterable[InventoryObject], where: str,
@@ -35,44 +34,50 @@ def in_key_order(objects: Iterable[InventoryObject], where: str,
     last: str | None = None
     for item in objects:
         if last is not None and item.key <= last:
-            how = "comes twice" if item.key == last else \
-                f"comes after {shown_key(last)}, out of key order"
-            raise InventoryError(f"{where}: key {shown_key(item.key)} {how}; {fix}")
+            raise order_error(item.key, last, where, fix)
         last = item.key
         yield item
 
 
-def ordered(objects: Iterable[InventoryObject], where: str) -> Iterator[InventoryObject]:
+def order_error(key: str, last: str, where: str, fix: str) -> InventoryError:
+    """``key`` of the stream ``where`` comes after ``last``, not before it."""
+    how = "comes twice" if key == last else f"comes after {shown_key(last)}, out of key order"
+    return InventoryError(f"{where}: key {shown_key(key)} {how}; {fix}")
+
+
+class Ordered(Iterable[InventoryObject]):
+    """Latest objects in key order, kept as entries (:mod:`.entries`): iterated, the objects
+    (their order checked); to the diff (:func:`...diff.changes`), the entries themselves, so
+    only the objects that changed are built. One pass only.
+
+    :param entries: the entries, in key order (checked by whoever reads them).
+    :param where: the stream, for messages.
+    :param fix: what to change when a key comes twice or out of order.
+    """
+
+    def __init__(self, entries: Iterator[str], where: str, fix: str) -> None:
+        self.entries = entries
+        self.where = where
+        self.fix = fix
+
+    def __iter__(self) -> Iterator[InventoryObject]:
+        return in_key_order(map(object_of, self.entries), self.where, self.fix)
+
+
+def ordered(objects: Iterable[InventoryObject], where: str) -> Ordered:
     """The latest version of each of ``objects`` (``is_latest``; a delete marker too), in key
-    order, sorted in a scratch SQLite database: memory stays flat, whatever the count. Every
-    object is read before the first comes out, so a report that fails to read yields nothing.
+    order, sorted in runs on disk: memory stays flat, whatever the count. Every object is read
+    before the first comes out, so a report that fails to read yields nothing.
 
     :param where: the inventory, for the message.
-    :raises InventoryError: a key has two latest versions (the report is corrupt).
+    :raises InventoryError: a key has two latest versions (the report is corrupt), once read.
     """
-    return ordered_rows(((item.key, item.size, item.etag, item.last_modified.isoformat(),
-                          item.version_id, item.is_latest, item.is_delete_marker)
-                         for item in objects), where)
+    latest = (item for item in objects if item.is_latest)
+    return ordered_entries(iter(lambda: list(map(entry_of, islice(latest, _BATCH))), []), where)
 
 
-def ordered_rows(rows: Iterable[Row], where: str) -> Iterator[InventoryObject]:
-    """:func:`ordered` for a report's rows (:data:`.rows.Row`), before any object is built."""
-    database = scratch_database(_SCHEMA)
-    try:
-        latest = ((key, size, etag, modified, version, marker)
-                  for key, size, etag, modified, version, is_latest, marker in rows
-                  if is_latest)
-        database.execute("BEGIN")
-        database.executemany("INSERT INTO objects VALUES (?, ?, ?, ?, ?, ?)", latest)
-        database.execute("COMMIT")
-        cursor = database.execute(
-            "SELECT key, size, etag, modified, version, marker FROM objects ORDER BY key")
-        sorted_objects = (
-            InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, True,
-                            bool(marker))
-            for key, size, etag, modified, version, marker in cursor)
-        yield from in_key_order(sorted_objects, where,
-                                "the report lists two latest versions of one key: it is corrupt, "
-                                "publish from the next report")
-    finally:
-        database.close()
+def ordered_entries(batches: Iterable[list[str]], where: str) -> Ordered:
+    """:func:`ordered` for batches of a report's entries (latest versions only)."""
+    return Ordered(sorted_lines(batches), where,
+                   "the report lists two latest versions of one key: it is corrupt, publish "
+                   "from the next report")

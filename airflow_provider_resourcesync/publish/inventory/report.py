@@ -16,22 +16,25 @@ import io
 import shutil
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import islice
+from typing import Any, TypeVar
 
 from ...errors import InventoryError
 from .columnar import columnar_rows
-from .manifest import DataFile, Manifest, read_manifest
+from .manifest import Manifest, read_manifest
 from .objects import InventoryObject
-from .order import ordered_rows
+from .order import Ordered, ordered_entries
 from .readers import ReportReader
-from .rows import Fields, Row, Scope
+from .rows import BATCH, Fields, Scope, entries
 from .verified import Verified
 
 __all__ = ["InventoryReport", "read_report"]
 
 _COPY = 1 << 20
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,39 +58,50 @@ class InventoryReport:
         """
         return (InventoryObject(key, size, etag, datetime.fromisoformat(modified), version,
                                 latest, marker)
-                for key, size, etag, modified, version, latest, marker in self._rows())
+                for key, size, etag, modified, version, latest, marker
+                in self._read(Fields.csv_rows, Fields.typed_rows))
 
-    def ordered(self) -> Iterator[InventoryObject]:
+    def ordered(self) -> Ordered:
         """The latest version of each object in scope (a latest delete marker included), in
         key order, sorted on disk."""
-        return ordered_rows(self._rows(), self.manifest.where)
+        return ordered_entries(self._read(Fields.csv_entries, _typed_entries),
+                               self.manifest.where)
 
-    def _rows(self) -> Iterator[Row]:
+    def _read(self, csv_read: Callable[[Fields, Iterator[list[str]], str, Scope], Iterator[T]],
+              typed_read: Callable[[Fields, Iterator[tuple[Any, ...]], str, Scope], Iterator[T]]
+              ) -> Iterator[T]:
+        """What ``csv_read`` or ``typed_read`` makes of each data file's rows, in turn."""
         fields = Fields(self.manifest.columns)
         for data_file in self.manifest.files:
-            yield from self._file_rows(data_file, fields)
-
-    def _file_rows(self, data_file: DataFile, fields: Fields) -> Iterator[Row]:
-        where = self.reader.where(data_file.key)
-        with Verified(self.reader.open(data_file.key), where, data_file.size,
-                      data_file.md5) as verified:
-            if self.manifest.file_format == "CSV":
-                yield from _csv_rows(verified, fields, where, self.scope)
-                return
-            with tempfile.TemporaryFile() as copy:
-                shutil.copyfileobj(verified, copy, _COPY)
-                verified.check()
-                copy.seek(0)
-                rows = columnar_rows(copy, self.manifest.file_format, self.manifest.columns,
-                                     where)
-                yield from fields.typed_rows(rows, where, self.scope)
+            where = self.reader.where(data_file.key)
+            with Verified(self.reader.open(data_file.key), where, data_file.size,
+                          data_file.md5) as verified:
+                if self.manifest.file_format == "CSV":
+                    yield from _read_csv(verified, where, lambda rows, at=where: csv_read(
+                        fields, rows, at, self.scope))
+                    continue
+                with tempfile.TemporaryFile() as copy:
+                    shutil.copyfileobj(verified, copy, _COPY)
+                    verified.check()
+                    copy.seek(0)
+                    rows = columnar_rows(copy, self.manifest.file_format,
+                                         self.manifest.columns, where)
+                    yield from typed_read(fields, rows, where, self.scope)
 
 
-def _csv_rows(verified: Verified, fields: Fields, where: str, scope: Scope) -> Iterator[Row]:
+def _typed_entries(fields: Fields, rows: Iterator[tuple[Any, ...]], where: str,
+                   scope: Scope) -> Iterator[list[str]]:
+    checked = fields.typed_rows(rows, where, scope)
+    while batch := entries(islice(checked, BATCH)):
+        yield batch
+
+
+def _read_csv(verified: Verified, where: str,
+              read: Callable[[Iterator[list[str]]], Iterator[T]]) -> Iterator[T]:
     text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),  # type: ignore[arg-type]
                             encoding="utf-8", newline="")
     try:
-        yield from fields.csv_rows(csv.reader(text, strict=True), where, scope)
+        yield from read(csv.reader(text, strict=True))
     except InventoryError as exc:
         if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
             verified.check()

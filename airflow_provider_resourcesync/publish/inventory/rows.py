@@ -10,23 +10,42 @@ plain. Delete markers have no size and no ETag; every other row must have both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from itertools import compress, islice
+from operator import and_, itemgetter
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import InvalidValueError, InventoryError
 from ...protocol.datetimes import parse_datetime
 from ...storage.base import shown_key
+from .entries import SEPARATOR
 from .manifest import column_name
-from .objects import checked_key, in_scope
+from .objects import CONTROL, checked_key, fit, in_scope
 
-__all__ = ["Fields", "Row", "Scope"]
+__all__ = ["Fields", "Row", "Scope", "entries"]
 
 #: ``(key, size, etag, last_modified (ISO 8601 text, UTC), version_id, is_latest,
 #: is_delete_marker)``.
 Row = tuple[str, int, str, str, "str | None", bool, bool]
 _BOOLEANS = {"true": True, "false": False}
+_FLAGS = frozenset(_BOOLEANS)
+#: Rows checked a batch at a time.
+BATCH = 10_000
+#: Sizes, one a line, as S3 writes them; times the same (S3's form, in UTC).
+_SIZES = re.compile(r"(?:(?:0|[1-9][0-9]*)\n)*")
+_TIMES = re.compile(
+    r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3}|\.[0-9]{6})?Z\n)*")
+
+
+def entries(rows: Iterable[Row]) -> list[str]:
+    """The latest of ``rows`` as entries (:mod:`.entries`)."""
+    return [SEPARATOR.join((key, str(size), etag, modified, version or "",
+                            "true" if marker else "false"))
+            for key, size, etag, modified, version, latest, marker in rows if latest]
 
 
 class Scope:
@@ -55,17 +74,69 @@ class Fields:
         self.latest = index.get(column_name("IsLatest"))
         self.marker = index.get(column_name("IsDeleteMarker"))
 
-    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope) -> Iterator[Row]:
+    def csv_entries(self, rows: Iterator[list[str]], where: str,
+                    scope: Scope) -> Iterator[list[str]]:
+        """The latest rows in ``scope`` of a CSV file, checked, as batches of entries: a batch
+        of rows as S3 writes them is checked a column at a time (:meth:`_batch_entries`), any
+        other by :meth:`csv_rows`, row by row, which names what is wrong.
+
+        :raises InventoryError: a row breaks the schema (its number and what is wrong named).
+        """
+        number = 1
+        while batch := list(islice(rows, BATCH)):
+            found = self._batch_entries(batch, scope)
+            yield found if found is not None else entries(
+                self.csv_rows(iter(batch), where, scope, number))
+            number += len(batch)
+
+    def _batch_entries(self, batch: list[list[str]], scope: Scope) -> list[str] | None:
+        """The latest entries in ``scope`` of ``batch``, if its every row passes the checks of
+        :meth:`csv_rows` and has S3's own forms (no delete marker, a time in UTC with a
+        ``Z``); else None."""
+        if set(map(len, batch)) != {self.width}:
+            return None
+        keys = _decoded_keys(list(map(itemgetter(self.key), batch)))
+        sizes, times, etags = (list(map(itemgetter(at), batch))
+                               for at in (self.size, self.modified, self.etag))
+        versions = (list(map(itemgetter(self.version), batch)) if self.version is not None
+                    else ("",) * len(batch))
+        if (keys is None or _SIZES.fullmatch("\n".join(sizes) + "\n") is None
+                or _TIMES.fullmatch("\n".join(times) + "\n") is None or not all(etags)
+                or not (text := "".join(etags) + "".join(versions)).isprintable()
+                or '"' in text or (self.marker is not None
+                                   and set(map(itemgetter(self.marker), batch)) != {"false"})):
+            return None
+        try:
+            deque(map(datetime.fromisoformat, times), 0)
+        except ValueError:
+            return None
+        chosen = None
+        if self.latest is not None:
+            flags = list(map(itemgetter(self.latest), batch))
+            if not set(flags) <= _FLAGS:
+                return None
+            if "false" in flags:
+                chosen = list(map("true".__eq__, flags))
+        if scope.prefix or scope.exclude_prefix:
+            kept = [key in scope for key in keys]
+            chosen = kept if chosen is None else list(map(and_, chosen, kept))
+        found = map(SEPARATOR.join, zip(keys, sizes, etags, times, versions,
+                                        ("false",) * len(batch), strict=True))
+        return list(found if chosen is None else compress(found, chosen))
+
+    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope,
+                 first: int = 1) -> Iterator[Row]:
         """The rows in ``scope`` of a CSV file, checked (a loop of its own: it runs once per
         object of the bucket).
 
+        :param first: the number of the first of ``rows`` in its file.
         :raises InventoryError: a row breaks the schema (its number and what is wrong named).
         """
         width, key_at, size_at, modified_at = self.width, self.key, self.size, self.modified
         etag_at, version_at, latest_at, marker_at = (self.etag, self.version, self.latest,
                                                      self.marker)
         prefix, excluded = scope.prefix, scope.exclude_prefix or None
-        for number, row in enumerate(rows, 1):
+        for number, row in enumerate(rows, first):
             if len(row) != width:
                 raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
                                                 f"names {width}")
@@ -84,9 +155,10 @@ class Fields:
             etag = row[etag_at].strip('"')
             if not etag and not marker:
                 raise _row_error(where, number, "has no ETag")
+            version = row[version_at] or None if version_at is not None else None
+            _check_tokens(etag, version, where, number)
             yield (checked_key(key, where + f", row {number}"), size, etag,
-                   _modified_text(row[modified_at], where, number),
-                   row[version_at] or None if version_at is not None else None, latest, marker)
+                   _modified_text(row[modified_at], where, number), version, latest, marker)
 
     def typed_rows(self, rows: Iterator[tuple[Any, ...]], where: str,
                    scope: Scope) -> Iterator[Row]:
@@ -109,10 +181,34 @@ class Fields:
             if not isinstance(etag, str) or not (etag or marker):
                 raise _row_error(where, number, "has no ETag")
             version = row[self.version] if self.version is not None else None
+            version = version if isinstance(version, str) and version else None
+            _check_tokens(etag, version, where, number)
             yield (checked_key(key, f"{where}, row {number}"), size, etag.strip('"'),
                    (modified.replace(tzinfo=UTC) if modified.tzinfo is None
-                    else modified.astimezone(UTC)).isoformat(),
-                   version if isinstance(version, str) and version else None, latest, marker)
+                    else modified.astimezone(UTC)).isoformat(), version, latest, marker)
+
+
+def _decoded_keys(encoded: Sequence[str]) -> list[str] | None:
+    """CSV keys decoded and checked a batch at once (as :func:`_decoded` and
+    :func:`.objects.checked_key` would each); None where one of them fails."""
+    text = "\n".join(encoded)
+    if "%" in text:
+        text = text.replace("%2F", "/")
+    if "%" not in text:
+        text = text.replace("+", " ")
+    else:
+        try:
+            text = unquote_to_bytes(text.replace("+", " ")).decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    keys = text.split("\n")
+    return keys if len(keys) == len(encoded) and all(keys) and fit(text) else None
+
+
+def _check_tokens(etag: str, version: str | None, where: str, number: int) -> None:
+    """An ETag or version holding a control character is no S3 token (and breaks an entry)."""
+    if CONTROL.search(etag) or (version is not None and CONTROL.search(version)):
+        raise _row_error(where, number, "has a control character in its ETag or VersionId")
 
 
 def _decoded(text: str, where: str, number: int) -> str:
