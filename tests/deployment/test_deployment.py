@@ -23,7 +23,8 @@ INCREMENTAL = "incremental_mirror"
 
 
 def test_mirror_then_incremental_runs_woken_by_the_triggerer(
-        deployment: Deployment, source: ResourceSyncSource, mirror: Path) -> None:
+        source: ResourceSyncSource, deployment: Deployment, mirror: Path) -> None:
+    # (the Source first: it is stopped after the deployment that reads it)
     deployment.api("POST", "/connections", json={
         "connection_id": "resourcesync_default", "conn_type": "resourcesync",
         "host": source.server.url("/"), "extra": json.dumps({"allow_private": True})})
