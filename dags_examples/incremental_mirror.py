@@ -13,6 +13,11 @@ skipped, and the sync with it. The sync then applies those changes and returns t
 checkpoint; the next run starts from it (this task's previous XCom, else the checkpoint saved
 with the mirror). ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or ``changedump`` (default:
 ``auto``, the Change List if the Source offers one).
+
+With Airflow's ``[operators] default_deferrable = True`` the sensor waits in the triggerer
+instead, holding no worker at all. ``RESOURCESYNC_POKE_INTERVAL`` sets the seconds between its
+looks at the Change List (default 60; when deferred, the trigger backs off to ten times that
+while nothing changes).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncr
 from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
 
 DESTINATION = os.environ.get("RESOURCESYNC_MIRROR_DIR", str(Path.home() / "resourcesync-mirror"))
+POKE_INTERVAL = float(os.environ.get("RESOURCESYNC_POKE_INTERVAL", "60"))
 
 with DAG(
     dag_id="incremental_mirror",
@@ -40,7 +46,7 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     changes = ResourceSyncChangeListSensor(
-        task_id="changes", mode="reschedule", poke_interval=60,
+        task_id="changes", mode="reschedule", poke_interval=POKE_INTERVAL,
         timeout=timedelta(minutes=55).total_seconds(), soft_fail=True,
         # where the sync stands: its last XCom, else (first run) the mirror's saved checkpoint
         checkpoint="{{ ti.xcom_pull(task_ids='sync', include_prior_dates=True, map_indexes=-1)"

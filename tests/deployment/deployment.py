@@ -1,0 +1,259 @@
+"""A real Airflow deployment for a test: Airflow's own processes, started as subprocesses in a
+temporary AIRFLOW_HOME on SQLite, and spoken to over its REST API (/api/v2) on 127.0.0.1.
+
+The api-server, scheduler (LocalExecutor), dag-processor and triggerer each run in a process group
+of their own, with their output in ``<home>/<component>.log``; :meth:`Deployment.stop` ends each
+group (SIGTERM, then SIGKILL after a timeout). Every wait is bounded, and a wait that runs out
+fails the test with the tail of each process's log and of the task logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from airflow_provider_resourcesync.demo import airflow_environment
+
+__all__ = ["COMPONENTS", "Deployment", "free_port"]
+
+#: Airflow's processes, as ``airflow <component>`` starts them.
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: How many lines of each log a failure shows.
+TAIL_LINES = 40
+#: How many task logs a failure shows (the newest).
+TASK_LOGS = 6
+#: Their arguments: one api-server worker; no log servers (they listen on every address, on
+#: fixed ports, and the api-server reads the task logs from AIRFLOW_HOME).
+_ARGUMENTS = {"api-server": ("--workers", "1"), "scheduler": ("--skip-serve-logs",),
+              "triggerer": ("--skip-serve-logs",)}
+_T = TypeVar("_T")
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 free now (the api-server binds it a moment later)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Deployment:
+    """Airflow in ``home``: its environment, its processes and a client of its REST API.
+
+    :param home: an empty directory, the AIRFLOW_HOME.
+    :param environment: variables for every process besides Airflow's own configuration (the
+        example DAGs' destination, say).
+    """
+
+    def __init__(self, home: Path, environment: Mapping[str, str]) -> None:
+        self.home = home
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        outside = {name: value for name, value in os.environ.items()
+                   if not name.startswith("AIRFLOW")}  # not the test session's own Airflow
+        self.env = outside | airflow_environment(home, verbose=True) | {
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__API__BASE_URL": self.url,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
+            "AIRFLOW__API__SECRET_KEY": secrets.token_hex(32),
+        } | dict(environment)
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.client = httpx.Client(base_url=f"{self.url}/api/v2", timeout=30.0)
+
+    # -- processes -------------------------------------------------------------------------------
+
+    def migrate(self, timeout: float = 240.0) -> None:
+        """``airflow db migrate``, bounded."""
+        log = self.home / "db-migrate.log"
+        with log.open("wb") as out:
+            try:
+                done = subprocess.run(self._command("db", "migrate"), env=self.env, stdout=out,
+                                      stderr=subprocess.STDOUT, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"airflow db migrate did not finish in {timeout:.0f} s:\n"
+                            + _tail(log))
+        if done.returncode != 0:
+            pytest.fail(f"airflow db migrate exited with {done.returncode}:\n" + _tail(log))
+
+    def start(self) -> None:
+        """Start every component, each in its own process group."""
+        for component in COMPONENTS:
+            arguments = _ARGUMENTS.get(component, ())
+            if component == "api-server":
+                arguments = ("--host", "127.0.0.1", "--port", str(self.port), *arguments)
+            with (self.home / f"{component}.log").open("wb") as out:
+                self.processes[component] = subprocess.Popen(
+                    self._command(component, *arguments), env=self.env, stdout=out,
+                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """End every process group started: SIGTERM, then SIGKILL for what outlives
+        ``timeout``. A leader is reaped only after its group was killed, so that its id, and
+        the group's, cannot have been reused by then."""
+        self.client.close()
+        for process in self.processes.values():
+            _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(_exit_status(process) is None
+                                                  for process in self.processes.values()):
+            time.sleep(0.2)
+        for process in self.processes.values():
+            _signal_group(process, signal.SIGKILL)  # a task or worker may outlive its parent
+            process.wait(10)
+
+    def _command(self, *arguments: str) -> list[str]:
+        return [sys.executable, "-m", "airflow", *arguments]
+
+    # -- waiting ---------------------------------------------------------------------------------
+
+    def wait_for(self, what: str, check: Callable[[], _T | None], timeout: float,
+                 interval: float = 1.0) -> _T:
+        """Poll ``check`` until it returns something other than None, and return it; after
+        ``timeout`` seconds, or if a component exited, fail with the logs."""
+        deadline = time.monotonic() + timeout
+        while True:
+            exited = {name: status for name, process in self.processes.items()
+                      if (status := _exit_status(process)) is not None}
+            if exited:
+                pytest.fail(f"waiting for {what}: Airflow's processes exited {exited}\n"
+                            + self.logs())
+            try:
+                result = check()
+            except httpx.TransportError:  # the api-server is not listening yet
+                result = None
+            if result is not None:
+                return result
+            if time.monotonic() > deadline:
+                pytest.fail(f"{what}: not within {timeout:.0f} s\n" + self.logs())
+            time.sleep(interval)
+
+    def logs(self) -> str:
+        """The tail of each process's log, and of the newest task logs."""
+        tasks = sorted((self.home / "logs").glob("dag_id=*/**/*.log"),
+                       key=lambda path: path.stat().st_mtime)[-TASK_LOGS:]
+        files = [self.home / "db-migrate.log",
+                 *(self.home / f"{name}.log" for name in COMPONENTS), *tasks]
+        return "\n".join(_tail(path) for path in files if path.is_file())
+
+    # -- the REST API ----------------------------------------------------------------------------
+
+    def api(self, method: str, path: str, **kwargs: Any) -> Any:
+        """A call of the REST API; its JSON answer (fails the test on an error status)."""
+        response = self.client.request(method, path, **kwargs)
+        if response.is_error:
+            pytest.fail(f"{method} /api/v2{path}: {response.status_code} {response.text[:2000]}")
+        return response.json() if response.content else None
+
+    def wait_healthy(self, timeout: float = 180.0) -> None:
+        """Until the health endpoint says every component is healthy."""
+        parts = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+
+        def healthy() -> bool | None:
+            response = self.client.get("/monitor/health")
+            report = response.json() if response.status_code == 200 else {}
+            return True if all((report.get(part) or {}).get("status") == "healthy"
+                               for part in parts) else None
+
+        self.wait_for("every component healthy (/api/v2/monitor/health)", healthy, timeout)
+
+    def wait_dag(self, dag_id: str, timeout: float = 120.0) -> None:
+        """Until the dag-processor has parsed ``dag_id`` (it has no import error)."""
+        self.wait_for(f"the DAG {dag_id} parsed",
+                      lambda: True if self.client.get(f"/dags/{dag_id}").status_code == 200
+                      else None, timeout)
+
+    def unpause(self, dag_id: str) -> None:
+        self.api("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
+
+    def trigger(self, dag_id: str) -> str:
+        """A manual run of ``dag_id`` now; its run id."""
+        run = self.api("POST", f"/dags/{dag_id}/dagRuns",
+                       json={"logical_date": datetime.now(UTC).isoformat()})
+        return str(run["dag_run_id"])
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return list(self.api("GET", f"/dags/{dag_id}/dagRuns")["dag_runs"])
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float = 180.0) -> None:
+        """Until the run ends; fails unless it succeeded."""
+        def ended() -> str | None:
+            state = self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}")["state"]
+            return str(state) if state in ("success", "failed") else None
+
+        state = self.wait_for(f"the run {run_id} of {dag_id} finished", ended, timeout)
+        if state != "success":
+            pytest.fail(f"the run {run_id} of {dag_id} ended {state}\n" + self.logs())
+
+    def task(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+        return dict(self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"))
+
+    def wait_deferred(self, dag_id: str, run_id: str, task_id: str,
+                      timeout: float = 180.0) -> None:
+        """Until the task is deferred and the scheduler has seen its deferring process exit.
+
+        Airflow 3.3.2 fails a deferred task whose trigger fires, and whose resumed attempt
+        starts, before the scheduler has taken in that exit (apache/airflow#71580): a trigger
+        woken at once by a change made as soon as the task is deferred can lose that race on a
+        loaded machine, so the wait includes the scheduler's log line for the exit.
+        """
+        self.wait_for(
+            f"the task {task_id} of {dag_id} {run_id} deferred",
+            lambda: True if self.task(dag_id, run_id, task_id)["state"] == "deferred" else None,
+            timeout)
+        finished = f"TaskInstance Finished: dag_id={dag_id}, task_id={task_id}, run_id={run_id},"
+        log = self.home / "scheduler.log"
+        self.wait_for(
+            f"the scheduler taking in the exit of {task_id} of {dag_id} {run_id} on deferring",
+            lambda: True if any(finished in line and "state=deferred" in line
+                                for line in log.read_text(errors="replace").splitlines())
+            else None, timeout)
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
+        """The task's ``return_value``."""
+        return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+                        "/xcomEntries/return_value")["value"]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+        """The text of a task's log, as the REST API serves it."""
+        response = self.client.get(
+            f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}",
+            params={"full_content": True}, headers={"Accept": "application/json"})
+        if response.is_error:
+            pytest.fail(f"the log of {task_id} in {run_id}: {response.status_code} "
+                        f"{response.text[:2000]}")
+        return "\n".join(str(line.get("event", "")) for line in response.json()["content"])
+
+
+def _exit_status(process: subprocess.Popen[bytes]) -> int | None:
+    """The process's exit status if it exited, else None; it stays unreaped (a zombie holds
+    its id)."""
+    if process.returncode is not None:
+        return process.returncode
+    exited = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    return None if exited is None else exited.si_status
+
+
+def _signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
+    """Signal the process group this process leads (started with ``start_new_session``)."""
+    with contextlib.suppress(ProcessLookupError):  # the group is gone
+        os.killpg(process.pid, signum)
+
+
+def _tail(path: Path) -> str:
+    lines = path.read_text(errors="replace").splitlines()[-TAIL_LINES:]
+    return f"--- {path} (last {len(lines)} lines)\n" + "\n".join(lines)

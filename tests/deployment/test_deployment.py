@@ -1,0 +1,91 @@
+"""The provider in a real Airflow deployment (issue 16): Airflow's own api-server, scheduler
+(LocalExecutor), dag-processor and triggerer as separate processes on SQLite, driven through the
+REST API as a user drives them, against a loopback Source.
+
+``dag.test()`` runs triggers inline in the test's process; here the Change List sensor defers to
+the triggerer process, which must wake it when the Source changes, and the checkpoint must chain
+from one run to the next through the XCom the deployment stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_resourcesync.storage.keys import KeyMapper
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+
+from .deployment import Deployment
+
+INCREMENTAL = "incremental_mirror"
+
+
+def test_mirror_then_incremental_runs_woken_by_the_triggerer(
+        source: ResourceSyncSource, deployment: Deployment, mirror: Path) -> None:
+    # (the Source first: it is stopped after the deployment that reads it)
+    deployment.api("POST", "/connections", json={
+        "connection_id": "resourcesync_default", "conn_type": "resourcesync",
+        "host": source.server.url("/"), "extra": json.dumps({"allow_private": True})})
+    keys = KeyMapper()
+
+    # the baseline, then the audit
+    deployment.wait_dag("mirror_to_local")
+    deployment.unpause("mirror_to_local")
+    baseline_run = deployment.trigger("mirror_to_local")
+    deployment.wait_run("mirror_to_local", baseline_run)
+    assert deployment.xcom("mirror_to_local", baseline_run, "baseline")["stats"]["fetched"] == 12
+    assert deployment.xcom("mirror_to_local", baseline_run, "audit")["clean"] is True
+    assert (mirror / keys.key(source.uri("item-00.txt"))).read_bytes() == b"item 0\n"
+
+    # unpaused, the hourly DAG runs at once (catchup=False): its sensor defers, and the
+    # triggerer wakes it once the Source publishes a change
+    deployment.wait_dag(INCREMENTAL)
+    deployment.unpause(INCREMENTAL)
+    first = deployment.wait_for(f"a scheduled run of {INCREMENTAL}",
+                                lambda: _only_run(deployment.runs(INCREMENTAL)), timeout=120)
+    first_checkpoint = _woken_by_change(deployment, first, source, lambda: (
+        source.update("item-01.txt", b"item 1, revised\n"),
+        source.create("item-new.txt", b"new item\n")))
+    assert first_checkpoint["stats"]["changes"] == 2
+    assert (mirror / keys.key(source.uri("item-01.txt"))).read_bytes() == b"item 1, revised\n"
+    assert (mirror / keys.key(source.uri("item-new.txt"))).read_bytes() == b"new item\n"
+    assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
+        INCREMENTAL, first, "sync")
+
+    # a second run, triggered through the API, starts from the first run's XCom
+    second = deployment.trigger(INCREMENTAL)
+    second_checkpoint = _woken_by_change(deployment, second, source,
+                                         lambda: source.delete("item-02.txt"))
+    assert second_checkpoint["stats"]["changes"] == 1  # this change only, not the first run's
+    first_position, second_position = first_checkpoint["position"], second_checkpoint["position"]
+    assert second_position["list_url"] == first_position["list_url"]
+    assert second_position["consumed"] == first_position["consumed"] + 1
+    assert not (mirror / keys.key(source.uri("item-02.txt"))).exists()
+    assert "Starting from this task's previous XCom" in deployment.task_log(
+        INCREMENTAL, second, "sync")
+
+    # an Asset event per run that wrote the mirror, saying what the run did
+    events = deployment.api("GET", "/assets/events", params={"order_by": "timestamp"})
+    written = [(event["source_dag_id"], event["extra"]) for event in events["asset_events"]
+               if event["uri"].rstrip("/") == mirror.as_uri()]
+    assert [(dag, extra["kind"]) for dag, extra in written] == [
+        ("mirror_to_local", "baseline"), (INCREMENTAL, "incremental"),
+        (INCREMENTAL, "incremental")]
+    assert written[-1][1]["position"] == second_checkpoint["position"]
+
+
+def _only_run(runs: list[dict[str, Any]]) -> str | None:
+    return str(runs[0]["dag_run_id"]) if len(runs) == 1 else None
+
+
+def _woken_by_change(deployment: Deployment, run_id: str, source: ResourceSyncSource,
+                     change: Callable[[], object]) -> dict[str, Any]:
+    """Wait until the run's sensor is deferred to the triggerer, then make ``change`` at the
+    Source and publish it; once the run succeeded, the sync's checkpoint (its XCom)."""
+    deployment.wait_deferred(INCREMENTAL, run_id, "changes")
+    change()
+    source.publish()
+    deployment.wait_run(INCREMENTAL, run_id)
+    return dict(deployment.xcom(INCREMENTAL, run_id, "sync"))
