@@ -32,7 +32,7 @@ from .storage.keys import KeyMapper
 from .testing import ResourceSyncSource, SourceServer
 
 __all__ = ["EXAMPLES", "airflow_environment", "load_example_dag", "main", "run_demo",
-           "sample_resources"]
+           "sample_resources", "set_environment"]
 
 #: The example DAGs, in a checkout of the repository.
 EXAMPLES = Path(__file__).resolve().parents[1] / "dags_examples"
@@ -95,7 +95,7 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
         source.publish()
         connection = {"conn_type": "resourcesync", "host": server.url("/"),
                       "extra": {"allow_private": True}}
-        with _environ({"AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps(connection),
+        with set_environment({"AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps(connection),
                        "RESOURCESYNC_MIRROR_DIR": str(destination)}):
             baseline = summarize(load_example_dag("mirror_to_local").test())
             files, own = held_files(destination)
@@ -124,7 +124,7 @@ def _holds(path: Path, body: bytes | None) -> bool:
 
 
 @contextmanager
-def _environ(values: Mapping[str, str]) -> Iterator[None]:
+def set_environment(values: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for a block, then put back what was there."""
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)

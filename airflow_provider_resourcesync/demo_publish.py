@@ -22,7 +22,7 @@ import warnings
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from .demo import _environ, airflow_environment, load_example_dag, sample_resources
+from .demo import airflow_environment, load_example_dag, sample_resources, set_environment
 from .demo_report import summarize
 from .storage.keys import KeyMapper
 from .testing import ServedDirectory, SourceServer
@@ -45,7 +45,7 @@ def run_publish_demo(work: Path, *, log: bool = True) -> bool:
         publication = ServedDirectory(server, published, "/published/")
         connection = {"conn_type": "resourcesync", "host": publication.url,
                       "extra": {"allow_private": True}}
-        with _environ({"AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps(connection),
+        with set_environment({"AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps(connection),
                        "RESOURCESYNC_PUBLISH_DIR": str(collection),
                        "RESOURCESYNC_PUBLISHED_DIR": str(published),
                        "RESOURCESYNC_PUBLISH_BASE_URL": files.url,

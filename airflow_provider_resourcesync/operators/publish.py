@@ -19,6 +19,7 @@ from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
 from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.checkpoint import saved_checkpoint
+from ..storage.source.documents import CHECKPOINT
 from ..sync.tally import PROGRESS_SECONDS
 from .next_step import says_what_next
 from .rendered import rendered_value
@@ -80,7 +81,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     def execute(self, context: Context) -> dict[str, Any]:
         with says_what_next(self.log):
             destination = destination_from_url(self.publish_to, aws_conn_id=self.aws_conn_id)
-            self._compare_previous(context, saved_checkpoint(destination, "checkpoint.json"))
+            saved = saved_checkpoint(destination, CHECKPOINT.removeprefix(RESERVED_PREFIX))
+            self._compare_previous(context, saved)
             listed = inventory_of(self.source, self.inventory, self.publish_to,
                                   aws_conn_id=self.aws_conn_id)
             self.log.info("Publishing %s as of %s to %s%s", listed.what,

@@ -63,16 +63,16 @@ def read_lines(destination: Destination, key: str, what: str,
         line are named.
     """
     url = destination.object_url(key)
-    lines = io.TextIOWrapper(gzip.GzipFile(fileobj=destination.open(key)), encoding="utf-8")
-    try:
-        head = head_of(json.loads(lines.readline()))
-    except _BAD as exc:
-        lines.close()
-        raise DocumentError(f"not {what} ({exc}): delete it and publish again", url=url,
-                            line=1) from exc
+    with _text(destination, key) as lines:
+        try:
+            head = head_of(json.loads(lines.readline()))
+        except _BAD as exc:
+            raise DocumentError(f"not {what} ({exc}): delete it and publish again", url=url,
+                                line=1) from exc
 
-    def rows() -> Iterator[T]:
-        with lines:
+    def rows() -> Iterator[T]:  # opens the record only when read: nothing held until then
+        with _text(destination, key) as lines:
+            lines.readline()
             for number, line in enumerate(lines, start=2):
                 try:
                     yield row_of(json.loads(line))
@@ -81,3 +81,11 @@ def read_lines(destination: Destination, key: str, what: str,
                                         "and publish again", url=url, line=number) from exc
 
     return head, rows()
+
+
+@contextmanager
+def _text(destination: Destination, key: str) -> Iterator[io.TextIOWrapper]:
+    """The record at ``key``, unzipped, as text; closed on leaving."""
+    with io.TextIOWrapper(gzip.GzipFile(fileobj=destination.open(key)),
+                          encoding="utf-8") as lines:
+        yield lines

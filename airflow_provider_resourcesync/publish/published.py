@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import closing
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,8 +73,7 @@ def read_published(destination: Destination, key: str, unknown: Iterable[str] = 
     _, rows = read_lines(destination, key, _WHAT, _head, _object)
     blank = frozenset(unknown)
     for item in rows:
-        yield InventoryObject(item.key, item.size, "", item.last_modified, item.version_id) \
-            if item.key in blank else item
+        yield replace(item, etag="") if item.key in blank else item
 
 
 def rebuilt(records: Iterable[Held]) -> Iterator[InventoryObject]:

@@ -147,9 +147,10 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
                                                        inventory_time), inventory_time, objects)
         plan_key = _key(publication, f"{_PLANS}{stamp}.jsonl.gz")
         count = write_plan(destination, plan_key, plan, ordered)
-    log(f"{count:,} changes found since "
-        f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
-    return _carry_out(publication, plan_key, bucket, saved, log).result
+        log(f"{count:,} changes found since "
+            f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
+        # the plan kept is for a run made again: this one reads its changes where they are
+        return _carry_out(publication, plan_key, plan, iter(ordered), bucket, log).result
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,19 +166,20 @@ def _finish_killed(publication: Publication, bucket: Bucket,
     done = None
     for plan_key in sorted(destination.keys(_key(publication, _PLANS))):
         saved = _load_saved(publication)
-        plan, _ = read_plan(destination, plan_key)
+        plan, planned = read_plan(destination, plan_key)
         if saved is not None and plan.end <= saved.time:
             destination.delete(plan_key)  # carried out; killed before this delete
             continue
         log(f"a run was stopped before it finished: carrying out its plan {plan_key} first")
-        done = _carry_out(publication, plan_key, bucket, saved, log)
+        done = _carry_out(publication, plan_key, plan, planned, bucket, log)
     return done
 
 
-def _carry_out(publication: Publication, plan_key: str, bucket: Bucket,
-               saved: _Saved | None, log: Callable[[str], None]) -> _Done:
+def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Iterator[Planned],
+               bucket: Bucket, log: Callable[[str], None]) -> _Done:
+    """Publish ``plan``'s changes (``planned``, in order); then delete the plan kept at
+    ``plan_key`` and the older objects records."""
     destination = publication.destination
-    plan, planned = read_plan(destination, plan_key)
     with SourceWriter.load(destination, location=publication.location,
                            public_base_url=publication.publish_url,
                            resources_url=publication.base_url,

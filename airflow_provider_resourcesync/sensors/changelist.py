@@ -200,9 +200,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         """Whether the checkpoint ``value`` is of the mirror at ``destination``; if not (a
         previous XCom of a DAG whose destination has changed), it is set aside, logged."""
         theirs = value.get("destination") if isinstance(value, dict) else None
-        where = DestinationURL.parse(self.destination or "")
-        ours = Path(where.path).as_uri() if where.scheme == "file" else (
-            f"s3://{where.bucket}/{where.path}")
+        ours = DestinationURL.parse(self.destination or "").asset_uri
         if theirs is None or theirs.rstrip("/") == ours.rstrip("/"):
             return True
         self.log.warning("The checkpoint given is of the mirror at %s, not %s: watching from the "
