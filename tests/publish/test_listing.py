@@ -46,6 +46,13 @@ def test_a_prefix_lists_only_the_keys_under_it(s3_client: Any, bucket: str) -> N
                                                                           "a/b", "a0"]
 
 
+def test_folder_markers_are_not_published(s3_client: Any, bucket: str) -> None:
+    """The S3 console makes a folder as an empty object named ``folder/``: no URL serves it as
+    a file, and no Destination's directory can hold it beside ``folder/a``."""
+    put(s3_client, bucket, ["folder/", "folder/a", "folder/sub/", "top"])
+    assert [item.key for item in list_bucket(s3_client, bucket)] == ["folder/a", "top"]
+
+
 def test_a_store_listing_out_of_order_is_an_error_naming_both_keys(s3_client: Any,
                                                                    bucket: str) -> None:
     put(s3_client, bucket, ["a", "b", "c"])

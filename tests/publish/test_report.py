@@ -62,6 +62,20 @@ def test_prefix_and_exclude_prefix_keep_the_publication_out(s3_client: Any, buck
     assert [item.key for item in report.ordered()] == ["data/a"]
 
 
+@pytest.mark.parametrize("file_format", ["CSV", "Parquet"])
+@pytest.mark.parametrize("batch", [4096, 2])
+def test_folder_markers_are_not_published(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                          file_format: str, batch: int) -> None:
+    """Keys ending with ``/`` (the S3 console's folders) are left out, whether rows are
+    checked a batch at a time or, a batch holding a row S3 would not write, one by one."""
+    monkeypatch.setattr(rows, "BATCH", batch)
+    items = objects(["folder/", "folder/a", "no\u00a0break", "x/y/", "x/y/z"])
+    write_report(directory_put(tmp_path), [items], file_format=file_format)
+    assert [item.key for item in read_report(DirectoryReportReader(tmp_path), MANIFEST,
+                                             ).ordered()] == ["folder/a", "no\u00a0break",
+                                                              "x/y/z"]
+
+
 @pytest.mark.parametrize("file_format", ["Parquet", "ORC"])
 def test_parquet_and_orc_reports_read_as_csv_does(s3_client: Any, bucket: str, tmp_path: Path,
                                                   file_format: str) -> None:

@@ -83,6 +83,9 @@ def fit(lines: str) -> bool:
 
 
 def in_scope(key: str, prefix: str, exclude_prefix: str | None) -> bool:
-    """Whether ``key`` is under ``prefix`` and not under ``exclude_prefix`` (where the
-    publication itself is written: never part of what it publishes)."""
-    return key.startswith(prefix) and not (exclude_prefix and key.startswith(exclude_prefix))
+    """Whether ``key`` is published: under ``prefix``, not under ``exclude_prefix`` (where the
+    publication itself is written: never part of what it publishes), and not a folder marker
+    (a key ending with ``/``, as the S3 console makes for a folder: no web server serves it as
+    a file, and no Destination's directory could hold it beside the folder's objects)."""
+    return (key.startswith(prefix) and not key.endswith("/")
+            and not (exclude_prefix and key.startswith(exclude_prefix)))

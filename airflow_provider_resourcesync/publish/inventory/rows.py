@@ -117,7 +117,7 @@ class Fields:
                 return None
             if "false" in flags:
                 chosen = list(map("true".__eq__, flags))
-        if scope.prefix or scope.exclude_prefix:
+        if scope.prefix or scope.exclude_prefix or "/\n" in "\n".join(keys) + "\n":
             kept = [key in scope for key in keys]
             chosen = kept if chosen is None else list(map(and_, chosen, kept))
         found = map(SEPARATOR.join, zip(keys, sizes, etags, times, versions,
@@ -141,7 +141,7 @@ class Fields:
                 raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
                                                 f"names {width}")
             key = _decoded(row[key_at], where, number)
-            if not key.startswith(prefix) or (excluded and key.startswith(excluded)):
+            if not in_scope(key, prefix, excluded):
                 continue
             marker = marker_at is not None and _flag(row[marker_at], where, number)
             latest = latest_at is None or _flag(row[latest_at], where, number)
