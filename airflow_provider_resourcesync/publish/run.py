@@ -271,9 +271,9 @@ def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry])
 def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, left: list[str],
                    bucket: Bucket, log: Callable[[str], None]
                    ) -> Callable[[datetime | None], list[Entry]]:
-    """What the writer calls beside its snapshot: a Resource Dump of a Resource List as of
-    this run (``at``) not dumped yet, from the run's objects record; the Capability List's
-    entry for the dump there is."""
+    """What the writer calls beside its snapshot: writes the Resource Dump of a Resource List
+    as of this run (``at``) not dumped yet, from the run's objects record; returns the
+    Capability List's entry for the dump, if there is one."""
     destination = publication.destination
 
     def beside(at: datetime | None) -> list[Entry]:
