@@ -10,6 +10,8 @@ Variables (read when the DAG is parsed):
   ``s3://my-collection-resourcesync/``);
 - ``RESOURCESYNC_PUBLISH_BASE_URL`` and ``RESOURCESYNC_PUBLISH_URL``: where the objects and the
   publication are served (a website endpoint, a CDN);
+- ``RESOURCESYNC_PUBLISH_RESOURCE_DUMP``: ``true`` to publish a Resource Dump beside each
+  Resource List too (default ``false``; docs/publishing.md says what it costs);
 - ``RESOURCESYNC_AWS_CONN_ID``: the AWS connection (default ``aws_default``).
 
 Each day the sensor waits (rescheduling itself) for that day's report, a task finds its
@@ -67,4 +69,5 @@ with DAG(
                                 "https://my-collection.example.org/"),
         publish_url=os.environ.get("RESOURCESYNC_PUBLISH_URL",
                                    "https://my-collection.example.org/resourcesync/"),
+        resource_dump=os.environ.get("RESOURCESYNC_PUBLISH_RESOURCE_DUMP", "false"),
         aws_conn_id=AWS_CONN_ID)

@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 
+from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, inventory_of
 from ..lineage import Lineage
@@ -53,19 +54,22 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param package_bytes: bytes of bitstreams after which a package closes (an object larger
         goes alone in a package of its own).
     :param hashes: the hashes of each packaged object: ``"md5"``, ``"sha-256"`` or both.
+    :param resource_dump: also publish a Resource Dump (spec 11.1) beside each Resource List
+        (the first run, and compactions): every object read again into packages (templated:
+        a bool, or a template rendering ``true`` or ``false``).
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
     """
 
     template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
-                                      "publish_url", "aws_conn_id")
+                                      "publish_url", "resource_dump", "aws_conn_id")
     ui_color = "#fdebd0"
 
     def __init__(self, *, source: str, publish_to: str, base_url: str, inventory: str = LIST,
                  publish_url: str | None = None, package_entries: int = DEFAULT_ENTRIES,
                  package_bytes: int = DEFAULT_BYTES,
-                 hashes: Sequence[str] = ("md5",),
+                 hashes: Sequence[str] = ("md5",), resource_dump: bool | str = False,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.size = PackageSize(package_entries, package_bytes)
@@ -75,6 +79,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.publish_to = publish_to
         self.base_url = base_url
         self.publish_url = publish_url
+        self.resource_dump = resource_dump
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(publish_to))
 
@@ -91,7 +96,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                           if listed.excluded else "")
             publication = Publication(destination, base_url=self.base_url,
                                       publish_url=self.publish_url or None, size=self.size,
-                                      algorithms=self.hashes)
+                                      algorithms=self.hashes,
+                                      resource_dump=_switch(self.resource_dump, "resource_dump"))
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])
@@ -129,3 +135,17 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                 self.log.info("Listed %s objects so far (now at %s)", f"{count:,}", item.key)
             yield item
         self.log.info("Listed %s objects", f"{count:,}")
+
+
+def _switch(value: bool | str, name: str) -> bool:
+    """An on/off argument, given as a bool or rendered by a template (``true``, ``False``...).
+
+    :raises ConfigurationError: a text that says neither.
+    """
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ConfigurationError(f"{name}: {str(value)[:200]!r} is neither true nor false: give a "
+                             "bool, or a template rendering 'true' or 'false'")

@@ -5,11 +5,14 @@ changes (:mod:`.plan`), and carries the plan out through the Source writer
 (:class:`~..storage.source.writer.SourceWriter`): the first run publishes a Resource List of
 every object; each later one Change Dump packages of its changes (:mod:`.packages`), a Change
 Dump listing them (13.1) in the Change Dump Index, and a Change List of the same changes (12.1).
+With :attr:`Publication.resource_dump`, each Resource List (the first run, and compactions) gets
+a Resource Dump of the same snapshot beside it (11.1, :mod:`.resourcedump`).
 
 Writes, in order: the objects as published now and the plan; then the packages and their
 manifest copies; the Change Dump and its index; then the writer's save (the Change List and
-its index, at a compaction the Resource List, the Capability List, the Source Description and
-``checkpoint.json``); last the plan and the older objects record are deleted. Nothing written
+its index, at a compaction the Resource List and the Resource Dump's packages and document, the
+Capability List, the Source Description and ``checkpoint.json``); last the plan and the older
+objects record are deleted (and a Resource Dump no longer asked for). Nothing written
 points at what is not yet written. A run killed anywhere finds its plan on the next run and
 carries it out again before it reads a newer inventory: packages written whole are taken as
 they are, and the writer lists no change twice (it replays its own Change Lists), so every
@@ -43,6 +46,7 @@ from .inventory.objects import InventoryObject
 from .packages import PackageSize, Planned, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
 from .published import keeping, read_published, rebuilt
+from .resourcedump import RESOURCE_DUMP, dumped_at, remove_resource_dump, write_resource_dump
 
 __all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
 
@@ -68,6 +72,7 @@ class Publication:
         with ``/``).
     :param size: when a package closes.
     :param algorithms: the hashes of each bitstream (``md5``, ``sha-256``).
+    :param resource_dump: also publish a Resource Dump (11.1) of each Resource List's snapshot.
     """
 
     destination: Destination
@@ -76,6 +81,7 @@ class Publication:
     location: str = ""
     size: PackageSize = field(default_factory=PackageSize)
     algorithms: tuple[str, ...] = ("md5",)
+    resource_dump: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +202,12 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                               md=Metadata(capability="changedump"))] \
             if dumps.index_exists() else []
         checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
-        writer.save(checkpoint=checkpoint, capabilities=capabilities)
+        dump = _resource_dump(publication, writer, plan, tally.left, bucket, log) \
+            if publication.resource_dump else None
+        writer.save(checkpoint=checkpoint, capabilities=capabilities, beside_snapshot=dump)
+        if dump is None and destination.exists(writer.key(RESOURCE_DUMP)):
+            remove_resource_dump(writer)  # no longer asked for, nor listed
+            log("resource_dump is off: the Resource Dump and its packages are deleted")
     for stale in destination.keys(_key(publication, _OBJECTS)):
         if stale != plan.objects:
             destination.delete(stale)
@@ -257,6 +268,33 @@ def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry])
                             entry.lastmod, md.type), when=md.datetime)
 
 
+def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, left: list[str],
+                   bucket: Bucket, log: Callable[[str], None]
+                   ) -> Callable[[datetime | None], list[Entry]]:
+    """What the writer calls beside its snapshot: writes the Resource Dump of a Resource List
+    as of this run (``at``) not dumped yet, from the run's objects record; returns the
+    Capability List's entry for the dump, if there is one."""
+    destination = publication.destination
+
+    def beside(at: datetime | None) -> list[Entry]:
+        before = dumped_at(writer)
+        if at is not None and before != at:
+            resources = base_url(publication.base_url)
+            objects = ((item, _uri(resources, item.key))
+                       for item in read_published(destination, plan.objects))
+            count = write_resource_dump(writer, at, objects, left, bucket, publication.size,
+                                        publication.algorithms, log)
+            log(f"Resource Dump of {count:,} objects as of {format_datetime(at)} written")
+        elif before is None:
+            log("no Resource Dump yet: one is written with the next Resource List (the "
+                "first run, or a compaction)")
+            return []
+        return [Entry(writer.url(writer.key(RESOURCE_DUMP)),
+                      md=Metadata(capability="resourcedump"))]
+
+    return beside
+
+
 def _described(change: Planned) -> Held:
     """A first run's object, described by the inventory (its ETag is its MD5 where it is
     one: an object S3 stored in one part, unencrypted or SSE-S3)."""
@@ -268,11 +306,16 @@ def _described(change: Planned) -> Held:
 
 def _planned(change: Diffed, resources: str) -> Planned:
     current = change.current
-    uri = normalized(resources + quote(change.key, safe="/"))
+    uri = _uri(resources, change.key)
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
                    current.etag, current.version_id)
+
+
+def _uri(resources: str, key: str) -> str:
+    """The URI of the object at ``key``, served under ``resources``."""
+    return normalized(resources + quote(key, safe="/"))
 
 
 def _published_before(publication: Publication, saved: _Saved | None,

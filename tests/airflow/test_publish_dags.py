@@ -4,18 +4,20 @@ Change List; after each day the mirror equals the directory published (issue 15,
 
 from __future__ import annotations
 
+import io
 import json
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
+from airflow.sdk import BaseOperator
 
 from airflow_provider_resourcesync.demo_publish import run_publish_demo
-from airflow_provider_resourcesync.protocol.model import Change
-from airflow_provider_resourcesync.protocol.package import open_package
-from airflow_provider_resourcesync.protocol.reader import read_document
+from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator
+from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
+from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.publish.inventory import InventoryObject
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
@@ -25,7 +27,7 @@ from tests.publish.test_publish_run import write
 from tests.sync.conftest import held
 
 from .conftest import AWS_CONN_ID
-from .runs import asset_events, run_example, states, xcom
+from .runs import asset_events, run_dag, run_example, states, xcom
 
 DAY = timedelta(days=1)
 FIRST = datetime(2026, 3, 1, tzinfo=UTC)
@@ -89,26 +91,45 @@ def inventoried(s3_client: Any, bucket: str) -> list[InventoryObject]:
                             item["LastModified"]) for item in listed]
 
 
-def test_a_bucket_is_published_daily_from_its_s3_inventory_reports(
-        s3_client: Any, bucket: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``publish_bucket`` against moto's S3 server: the sensor finds the day's report, the
-    publisher reads it and the objects, and writes the publication to S3; the second day's
-    Change Dump package holds the day's changes, read back by our reader."""
+def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_change_list(
+        s3_client: Any, s3_endpoint: str, bucket: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``publish_bucket`` against moto's S3 server, its objects and its publication served by
+    moto over HTTP (buckets anyone may GET from): each day the sensor finds the day's S3
+    Inventory report and the publisher publishes, with a Resource Dump; a Destination's DAG
+    baselines one mirror from the Resource Dump and one from the Resource List, then follows by
+    Change Dump and by Change List; after three days of changes (created, updated, deleted, keys
+    that need percent-encoding) both mirrors equal the bucket, and every document validates."""
     source, inventory, target = f"{bucket}-src", f"{bucket}-inv", f"{bucket}-pub"
     for name in (source, inventory, target):
         s3_client.create_bucket(Bucket=name)
-    for number in range(3):
-        s3_client.put_object(Bucket=source, Key=f"data/{number}.txt", Body=b"v1 %d" % number)
+    for name in (source, target):
+        s3_client.put_bucket_policy(Bucket=name, Policy=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                "Resource": f"arn:aws:s3:::{name}/*"}]}))
+    base_url, publish_url = f"{s3_endpoint}/{source}/", f"{s3_endpoint}/{target}/rs/"
     for name, value in {"RESOURCESYNC_PUBLISH_S3_SOURCE": f"s3://{source}/",
                         "RESOURCESYNC_INVENTORY_S3_URL": f"s3://{inventory}/cfg/daily/",
                         "RESOURCESYNC_PUBLISH_S3_URL": f"s3://{target}/rs/",
-                        "RESOURCESYNC_PUBLISH_BASE_URL": "https://data.example.org/",
-                        "RESOURCESYNC_PUBLISH_URL": "https://data.example.org/rs/",
+                        "RESOURCESYNC_PUBLISH_BASE_URL": base_url,
+                        "RESOURCESYNC_PUBLISH_URL": publish_url,
+                        "RESOURCESYNC_PUBLISH_RESOURCE_DUMP": "true",
                         "RESOURCESYNC_AWS_CONN_ID": AWS_CONN_ID}.items():
         monkeypatch.setenv(name, value)
-    published = S3Destination(s3_client, target, "rs/")
+    monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
+        "conn_type": "resourcesync", "host": publish_url,
+        "extra": {"allow_private": True, "max_tries": 2, "backoff": 0.01}}))
+    capability_list = publish_url + "capabilitylist.xml"
+    mirrors = {method: tmp_path / method for method in ("changedump", "changelist")}
 
-    def day(number: int) -> Any:
+    def put(key: str, body: bytes) -> None:
+        s3_client.put_object(Bucket=source, Key=key, Body=body)
+
+    def gone(key: str) -> None:
+        s3_client.delete_object(Bucket=source, Key=key)
+
+    def publish_day(number: int) -> None:
         when = FIRST + number * DAY
         write_report(s3_put(s3_client, inventory), [inventoried(s3_client, source)],
                      manifest_key=f"cfg/daily/{when:%Y-%m-%d}T01-00Z/manifest.json",
@@ -116,27 +137,48 @@ def test_a_bucket_is_published_daily_from_its_s3_inventory_reports(
         run = run_example("publish_bucket", when)
         assert states(run) == {"report": "success", "manifest": "success",
                                "publish": "success"}
-        return xcom(run, "publish")
+        assert xcom(run, "publish")["left"] == []
 
-    day(0)
-    listed = read_document(published.read_bytes("resourcelist.xml") or b"").entries
-    assert [entry.loc for entry in listed] == [f"https://data.example.org/data/{n}.txt"
-                                               for n in range(3)]
-    s3_client.put_object(Bucket=source, Key="data/0.txt", Body=b"v2 0")
-    s3_client.put_object(Bucket=source, Key="data/new.txt", Body=b"new")
-    s3_client.delete_object(Bucket=source, Key="data/2.txt")
-    assert day(1)["left"] == []
-    dumps = read_document(published.read_bytes("changedump.xml") or b"").entries
-    (package,) = read_document(published.read_bytes(
-        "changedumps/" + dumps[0].loc.rpartition("/")[2]) or b"").entries
-    with tempfile.TemporaryFile() as file:
-        file.write(published.read_bytes("packages/" + package.loc.rpartition("/")[2]) or b"")
-        with open_package(file, url=package.loc) as opened:
-            changes = {entry.loc.rpartition("/")[2]: entry for entry in opened.manifest.entries}
-            assert {name: entry.change for name, entry in changes.items()} == {
-                "0.txt": Change.UPDATED, "new.txt": Change.CREATED, "2.txt": Change.DELETED}
-            with opened.open(changes["0.txt"].md.path) as member:  # type: ignore[union-attr]
-                assert member.read() == b"v2 0"
+    def in_bucket() -> dict[str, bytes]:
+        return {base_url + quote(item.key, safe="/"): s3_client.get_object(
+            Bucket=source, Key=item.key)["Body"].read()
+            for item in inventoried(s3_client, source)}
+
+    def follow(operator: type[BaseOperator], methods: dict[str, str]) -> Any:
+        run = run_dag(f"follow_bucket_{operator.__name__}", lambda: [operator(
+            task_id=method, destination=str(mirrors[method]),
+            capability_list_url=capability_list, method=methods[method]) for method in mirrors])
+        assert states(run) == dict.fromkeys(mirrors, "success")
+        for method, directory in mirrors.items():
+            assert held(LocalDestination(directory)) == in_bucket(), method
+        return run
+
+    for number in range(3):
+        put(f"data/{number}.txt", b"v1 %d" % number)
+    put("a b/é%+.txt", b"a key that needs percent-encoding")
+    publish_day(0)
+    baselines = follow(ResourceSyncBaselineOperator,
+                       {"changedump": "resourcedump", "changelist": "resourcelist"})
+    assert xcom(baselines, "changedump")["document"] == publish_url + "resourcedump.xml"
+    days = [
+        lambda: (put("data/0.txt", b"v2 0"), put("new/ü &.txt", b"new"), gone("data/2.txt")),
+        lambda: (put("a b/é%+.txt", b"changed"), gone("new/ü &.txt"), put("data/3.txt", b"3")),
+        lambda: (put("data/1.txt", b"v2 1"), put("data/3.txt", b"v2 3"), gone("a b/é%+.txt")),
+    ]
+    for number, change in enumerate(days, start=1):
+        change()
+        publish_day(number)
+        run = follow(ResourceSyncIncrementalOperator, {method: method for method in mirrors})
+        for method in mirrors:  # each mirror followed its own document, and took changes
+            followed = xcom(run, method)
+            assert followed["document"] == publish_url + f"{method}.xml", number
+            assert followed["stats"]["changes"] >= 3, (number, followed["stats"])
+    published = S3Destination(s3_client, target, "rs/")
+    documents = [key for key in published.keys("") if key.endswith(".xml")]
+    assert "resourcedump.xml" in documents and "changedump.xml" in documents
+    for key in documents:
+        body = published.read_bytes(key) or b""
+        assert not has_errors(validate_source(io.BytesIO(body), url=key)), key
 
 
 def test_the_publishing_demo_publishes_follows_and_ends_with_the_mirror_equal(

@@ -2,7 +2,9 @@
 in turn, then made again with a newer inventory: every change is published once, in the
 Change Lists and in the Change Dump packages, every document validates, and our engines
 following the publication by Change Dump and by Change List from before the killed run end
-equal to the directory (issue 15, item 5)."""
+equal to the directory (issue 15, item 5). With a Resource Dump (the killed run compacts), the
+dump never lists a package that is not there, and once the run is made again it is the new
+snapshot's, whole: a baseline from it equals the directory."""
 
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
-from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.publish.bucket import LocalBucket
 from airflow_provider_resourcesync.publish.inventory import walk_directory
 from airflow_provider_resourcesync.publish.packages import PackageSize
@@ -28,13 +31,13 @@ from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.sync.conftest import client_for, held
 
-from .test_publish_run import METHODS, write
+from .test_publish_run import METHODS, validate_all, write
 
 ROOT = Path(__file__).parents[2]
 T1 = datetime(2030, 1, 1, tzinfo=UTC)  # after every file's modification time
 
 #: Publishes the directory argv[1] to argv[2] as of argv[4], killing itself just before its
-#: argv[3]-th write.
+#: argv[3]-th write; with a Resource Dump if argv[7] is "dump".
 _KILLED = """
 import sys
 from datetime import datetime
@@ -48,7 +51,7 @@ from tests.storage.source.records import kill_before_write
 destination = LocalDestination(sys.argv[2])
 kill_before_write(destination, int(sys.argv[3]), deletes=True, under="")
 publication = Publication(destination, base_url=sys.argv[5], publish_url=sys.argv[6],
-                          size=PackageSize(entries=2))
+                          size=PackageSize(entries=2), resource_dump=sys.argv[7] == "dump")
 publish(publication, walk_directory(sys.argv[1]), datetime.fromisoformat(sys.argv[4]),
         LocalBucket(sys.argv[1]))
 """
@@ -75,8 +78,16 @@ def published_changes(out: Path, after: datetime) -> tuple[Counter[str], Counter
     return listed, packaged
 
 
+def dumped_packages_there(out: Path) -> None:
+    """The Resource Dump, if there is one, lists only packages that are there."""
+    if (out / "resourcedump.xml").exists():
+        for entry in read_document((out / "resourcedump.xml").read_bytes()).entries:
+            assert (out / "resourcedump" / entry.loc.rpartition("/")[2]).is_file(), entry.loc
+
+
+@pytest.mark.parametrize("dump", [False, True], ids=["changes", "with-resource-dump"])
 def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_change_once(
-        tmp_path: Path) -> None:
+        tmp_path: Path, dump: bool) -> None:
     root, start = tmp_path / "bucket", tmp_path / "published-before"
     for number in range(5):
         write(root, f"docs/{number}.txt", f"first {number}\n".encode())
@@ -85,7 +96,7 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
 
         def publication(out: Path) -> Publication:
             return Publication(LocalDestination(out), base_url=base, publish_url=pub,
-                               size=PackageSize(entries=2))
+                               size=PackageSize(entries=2), resource_dump=dump)
 
         publish(publication(start), walk_directory(root), T1, LocalBucket(root))
         bucket = ServedDirectory(web, root, "/bucket/")
@@ -110,20 +121,19 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
             shutil.copytree(start, out)
             child = subprocess.run(
                 [sys.executable, "-c", _KILLED, str(root), str(out), str(trial),
-                 (T1 + timedelta(days=1)).isoformat(), base, pub],
+                 (T1 + timedelta(days=1)).isoformat(), base, pub, "dump" if dump else ""],
                 cwd=ROOT, capture_output=True, text=True, timeout=120)
             if child.returncode == 0:
                 break
             assert child.returncode == -signal.SIGKILL, child.stderr
             killed_at.append(child.stdout.strip())
+            dumped_packages_there(out)
             publish(publication(out), walk_directory(root), T1 + timedelta(days=2),
                     LocalBucket(root))  # made again, with a newer inventory
             listed, packaged = published_changes(out, T1)
             assert set(listed) == set(packaged) == expected, (killed_at[-1], listed)
             assert max(listed.values()) == max(packaged.values()) == 1, killed_at[-1]
-            for document in out.rglob("*.xml"):
-                with document.open("rb") as stream:
-                    assert not has_errors(validate_source(stream, url=str(document)))
+            validate_all(out)
             served.root = out  # this trial's publication, in place of the one before
             served.refresh()
             for method in METHODS:
@@ -135,8 +145,18 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
                                 method=method)
                 assert held(LocalDestination(mirror)) == bucket.files(), (
                     killed_at[-1], method)
+            if dump:
+                dumped_packages_there(out)
+                snapshot = read_document((out / "resourcelist.xml").read_bytes()).head.md
+                dumped = read_document((out / "resourcedump.xml").read_bytes()).head.md
+                assert snapshot and dumped and dumped.at == snapshot.at, killed_at[-1]
+                baselined = LocalDestination(tmp_path / f"dump-{trial}")
+                run_baseline(reader, baselined, capability_list_url=capability_list,
+                             method="resourcedump")
+                assert held(baselined) == bucket.files(), killed_at[-1]
         else:
             raise AssertionError("every run was killed")
     writes = {key.split("/")[0].split(".")[0] for key in killed_at}
     assert {"objects", "plans", "packages", "changedumps", "changedump", "changes",
             "changelist", "index", "capabilitylist", "description", "checkpoint"} <= writes
+    assert ("resourcedump" in writes) is dump

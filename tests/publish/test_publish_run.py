@@ -34,6 +34,13 @@ def write(root: Path, key: str, body: bytes) -> None:
     (root / key).write_bytes(body)
 
 
+def validate_all(out: Path) -> None:
+    """Every document under ``out`` passes our validator."""
+    for document in out.rglob("*.xml"):
+        with document.open("rb") as stream:
+            assert not has_errors(validate_source(stream, url=str(document))), document
+
+
 class Publishing:
     """A directory at ``root`` published to ``out`` by our engine, both served by ``web``
     (objects under ``/bucket/``, the publication under ``/pub/``) after each run."""
@@ -89,9 +96,7 @@ def test_a_published_directory_is_followed_exactly_by_change_dump_and_by_change_
                 assert held(mirrors[method]) == publishing.bucket.files(), method
         quiet = run()
         assert (quiet.changes, quiet.packages) == (0, 0)
-    for document in out.rglob("*.xml"):
-        with document.open("rb") as stream:
-            assert not has_errors(validate_source(stream, url=str(document))), document
+    validate_all(out)
     dumps = read_document((out / "changedump.xml").read_bytes())
     assert dumps.head.md is not None and dumps.head.md.capability == "changedump"
     assert len(dumps.entries) == 3  # one Change Dump per run that found changes

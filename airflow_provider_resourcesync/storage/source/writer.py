@@ -234,8 +234,9 @@ class SourceWriter(ClosedOnExit):
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, *, checkpoint: dict[str, Any] | None,
-             capabilities: Iterable[Entry] = ()) -> None:
+    def save(self, *, checkpoint: dict[str, Any] | None, capabilities: Iterable[Entry] = (),
+             beside_snapshot: Callable[[datetime | None], Iterable[Entry]] | None = None
+             ) -> None:
         """Write the documents, then ``checkpoint.json``, as of now by the writer's
         clock: the Resource List's ``at``, and the ``lastmod`` of what changed since the last
         save.
@@ -259,8 +260,9 @@ class SourceWriter(ClosedOnExit):
         The order of the writes is what makes a save killed between any two of them lose no
         change, for the writer or for a Destination of it: the journal first (the Change List,
         then the index that lists it), then the lookup index (its manifest last), then at a
-        compaction the Resource List and a new lookup index, then the Capability List and
-        Source Description that point at them, and ``checkpoint.json`` last. Killed after the
+        compaction the Resource List and a new lookup index, then what ``beside_snapshot``
+        writes, then the Capability List and Source Description that point at them, and
+        ``checkpoint.json`` last. Killed after the
         Change List, the next run replays it into the lookup index on load and finds its
         changes recorded: it lists nothing twice. Nothing points at a document not yet written.
 
@@ -268,6 +270,11 @@ class SourceWriter(ClosedOnExit):
             incomplete first run).
         :param capabilities: entries the Capability List lists besides the Resource List and
             the Change List Index (a publisher's Change Dump), written before this save.
+        :param beside_snapshot: writes what goes with the Resource List (a publisher's Resource
+            Dump, 11.1) and returns the entries the Capability List lists for it; called just
+            before the Capability List, with the Resource List's ``at`` where it is as of this
+            save (written by it, or by a save of the same time killed after writing it), else
+            None.
         :raises InvalidValueError: for a checkpoint JSON cannot carry; nothing is written then.
         """
         now = self._clock()
@@ -312,6 +319,9 @@ class SourceWriter(ClosedOnExit):
             self._snapshot.write(now, self._store.rows())
             index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
             self._compact = False
+        if beside_snapshot is not None:
+            capabilities = [*capabilities, *beside_snapshot(
+                now if self._snapshot.at() == now else None)]
         documents = self._documents
         documents.write(self.key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),

@@ -1,0 +1,165 @@
+"""An optional Resource Dump (11.1) of a publication's snapshot: the objects its Resource List
+lists, in ZIP packages each holding a Resource Dump Manifest (11.2), as of the list's ``at``.
+
+It is written beside each Resource List (the first run, and compactions), through the Source
+writer's ``beside_snapshot``, before the Capability List that lists it. Packages close as Change
+Dump packages do (:class:`~.packages.PackageSize`); each object is read pinned to the inventory
+the snapshot was made from (:mod:`.bucket`) and described by the bytes read. An object changed or
+gone since that inventory, or left for the next run, is left out of the dump and logged: the
+Resource List lists it as the inventory saw it, and the next run publishes its change, which a
+Destination that baselined from the dump takes from the Change List or Change Dump after ``at``.
+
+Writes, in order: the packages (``resourcedump/<at>-NNNNN.zip``, named by the snapshot's time)
+each with a copy of its manifest beside it; then ``resourcedump.xml``, written whole; then the
+packages of the dump it replaces are deleted. A run killed before ``resourcedump.xml`` leaves the
+dump before whole (its packages are still there); the run carried out again writes the new one.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+
+from ..errors import PublishError
+from ..protocol.hashes import DigestingWriter
+from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
+from ..protocol.package import DEFAULT_LIMITS, PackageWriter
+from ..protocol.reader import DocumentReader
+from ..protocol.writer import document_bytes
+from ..storage.base import Destination, ObjectInfo
+from ..storage.keys import RESERVED_PREFIX
+from ..storage.source.documents import CAPABILITY_LIST, XML
+from ..storage.source.journal import stamp_at
+from ..storage.source.writer import SourceWriter
+from .bucket import Bucket
+from .inventory.objects import InventoryObject
+from .packages import PackageSize
+
+__all__ = ["RESOURCE_DUMP", "dumped_at", "remove_resource_dump", "write_resource_dump"]
+
+#: The Resource Dump (11.1), over the packages of the latest snapshot.
+RESOURCE_DUMP = RESERVED_PREFIX + "resourcedump.xml"
+_PACKAGES = RESERVED_PREFIX + "resourcedump/"
+_ZIP = "application/zip"
+
+
+def dumped_at(writer: SourceWriter) -> datetime | None:
+    """The ``at`` of the Resource Dump kept by ``writer``'s publication; None if there is none.
+
+    :raises DocumentError: it cannot be read.
+    """
+    key = writer.key(RESOURCE_DUMP)
+    destination = writer.destination
+    if not destination.exists(key):
+        return None
+    with destination.open(key) as stream, DocumentReader(
+            stream, url=destination.object_url(key)) as reader:
+        return reader.head.md.at if reader.head.md is not None else None
+
+
+def write_resource_dump(writer: SourceWriter, at: datetime,
+                        objects: Iterable[tuple[InventoryObject, str]], left: Iterable[str],
+                        bucket: Bucket, size: PackageSize, algorithms: tuple[str, ...],
+                        log: Callable[[str], None]) -> int:
+    """The Resource Dump of the objects ``writer`` holds as of ``at`` (its Resource List's),
+    read from ``bucket`` as ``objects`` (the inventory of the snapshot, in key order, each
+    object with its URI) lists them, but for the ``left`` keys; the dump it replaces deleted
+    after. Returns the number of objects dumped.
+
+    :raises PublishError: an object cannot be read, is larger than a package member may be,
+        or the dump would need more than 50,000 packages.
+    """
+    destination = writer.destination
+    capability_list = writer.url(writer.key(CAPABILITY_LIST))
+    folder = writer.key(_PACKAGES) + stamp_at(at)
+    listed: list[Entry] = []
+    written: set[str] = set()
+    dumped = 0
+    groups = _groups(_held(writer, objects, frozenset(left), log), size)
+    for number, group in enumerate(groups, start=1):
+        if number > MAX_ENTRIES:
+            raise PublishError(f"the Resource Dump of {writer.url(writer.key(RESOURCE_DUMP))} "
+                               f"would list more than {MAX_ENTRIES:,} packages (section 7): "
+                               "raise package_entries or package_bytes")
+        zip_key, copy_key = f"{folder}-{number:05d}.zip", f"{folder}-{number:05d}-manifest.xml"
+        head = Head(md=Metadata(capability="resourcedump-manifest", at=at),
+                    links=(Link(rel="up", href=capability_list),))
+        with destination.stage(zip_key) as staged:
+            output = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
+            with PackageWriter(output, head, algorithms) as package:  # type: ignore[arg-type]
+                for item, entry in group:
+                    with bucket.read(item.key, item.etag, item.version_id) as chunks:
+                        if chunks is None:
+                            log(f"{bucket.where(item.key)} changed or went since the inventory "
+                                "of the snapshot: left out of the Resource Dump (the next run "
+                                "publishes its change)")
+                            continue
+                        package.add(entry, chunks)
+                        dumped += 1
+            digester = output.digester
+            staged.commit(ObjectInfo(writer.url(zip_key), digester.length, digester.hashes(),
+                                     type=_ZIP))
+        destination.write_bytes(copy_key, package.manifest_bytes, XML)
+        written |= {zip_key, copy_key}
+        listed.append(Entry(writer.url(zip_key), md=Metadata(
+            type=_ZIP, length=digester.length, hash=digester.hashes(), at=at), links=(
+                Link(rel="contents", href=writer.url(copy_key), type=XML),)))
+        log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
+            f"{digester.length:,} bytes, {writer.url(zip_key)}")
+    destination.write_bytes(writer.key(RESOURCE_DUMP), document_bytes(Document(
+        Head(md=Metadata(capability="resourcedump", at=at),
+             links=(Link(rel="up", href=capability_list),)), listed)), XML)
+    _delete_packages(destination, writer.key(_PACKAGES), keep=written)
+    return dumped
+
+
+def remove_resource_dump(writer: SourceWriter) -> None:
+    """Delete the Resource Dump and its packages (once no Capability List lists it)."""
+    destination = writer.destination
+    destination.delete(writer.key(RESOURCE_DUMP))
+    _delete_packages(destination, writer.key(_PACKAGES), keep=frozenset())
+
+
+def _held(writer: SourceWriter, objects: Iterable[tuple[InventoryObject, str]],
+          left: frozenset[str], log: Callable[[str], None]
+          ) -> Iterator[tuple[InventoryObject, Entry]]:
+    """Each object the writer holds, with its dump entry (lastmod and type as the Resource List
+    has them); one left for the next run (the Resource List has it as it was, if at all) is
+    logged."""
+    for item, uri in objects:
+        record = writer.get(uri) if item.key not in left else None
+        if record is None:
+            log(f"{uri} is left for the next run: left out of the Resource Dump")
+            continue
+        yield item, Entry(uri, lastmod=record.lastmod, md=Metadata(
+            type=record.type or mimetypes.guess_type(item.key)[0]))
+
+
+def _groups(held: Iterable[tuple[InventoryObject, Entry]], size: PackageSize
+            ) -> Iterator[list[tuple[InventoryObject, Entry]]]:
+    """``held`` cut into packages: at ``size.entries`` objects, or once their bytes (as
+    inventoried) reach ``size.bytes``; an object larger goes alone."""
+    group: list[tuple[InventoryObject, Entry]] = []
+    bytes_ = 0
+    for item, entry in held:
+        if item.size > DEFAULT_LIMITS.max_member_size:
+            raise PublishError(
+                f"{entry.loc}: {item.size:,} bytes, more than a package member may hold "
+                f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
+                "accept): publish without resource_dump, or leave the object out of the "
+                "published prefix")
+        if group and (len(group) >= size.entries or bytes_ + item.size > size.bytes):
+            yield group
+            group, bytes_ = [], 0
+        group.append((item, entry))
+        bytes_ += item.size
+    if group:
+        yield group
+
+
+def _delete_packages(destination: Destination, folder: str, keep: set[str] | frozenset[str]
+                     ) -> None:
+    for key in list(destination.keys(folder)):
+        if key not in keep:
+            destination.delete(key)
