@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -21,8 +22,12 @@ __all__ = ["MAX_HEAD", "READ_SIZE", "Connection", "request_head"]
 
 #: The most bytes of a response head h11 holds while waiting for its end.
 MAX_HEAD = 64 * 1024
-#: The most bytes read from the socket at a time (a body's pieces are at most about this).
-READ_SIZE = 256 * 1024
+#: The most bytes read from the socket at a time: a body's pieces are at most this. Big reads
+#: let h11 hand a large body over in big pieces (docs/design.md, "The wire").
+READ_SIZE = 1024 * 1024
+
+#: Each thread's read buffer (h11 copies what it is given, so one buffer serves every read).
+_buffers = threading.local()
 
 
 def request_head(request: httpx.Request) -> h11.Request:
@@ -106,11 +111,12 @@ class Connection:
         state = self.state
         while (event := state.next_event()) is h11.NEED_DATA:
             self._arm()
-            data = self.sock.recv(READ_SIZE)
-            if not data and state.their_state is h11.SEND_RESPONSE and not state.trailing_data[0]:
+            buffer = _buffer()
+            size = self.sock.recv_into(buffer)
+            if not size and state.their_state is h11.SEND_RESPONSE and not state.trailing_data[0]:
                 raise h11.RemoteProtocolError(
                     "the server closed the connection without sending a response")
-            state.receive_data(data)
+            state.receive_data(buffer[:size])
         return event
 
     def _arm(self) -> None:
@@ -127,3 +133,10 @@ class Connection:
                 timeout = left
         if self.sock.gettimeout() != timeout:
             self.sock.settimeout(timeout)
+
+
+def _buffer() -> memoryview:
+    buffer: memoryview | None = getattr(_buffers, "view", None)
+    if buffer is None:
+        buffer = _buffers.view = memoryview(bytearray(READ_SIZE))
+    return buffer
