@@ -82,6 +82,14 @@ class Connection:
             else:
                 raise h11.RemoteProtocolError(f"expected a response body, got {event!r}")
 
+    def empty(self) -> bool:
+        """Whether the response's body is over with nothing to read (HEAD, 204, 304, a length
+        of 0): a response closed unread leaves its connection reusable only then."""
+        try:
+            return isinstance(self.state.next_event(), h11.EndOfMessage)
+        except h11.ProtocolError:
+            return False
+
     def renew(self) -> bool:
         """After a whole response: ready the connection for the next request, if it can carry
         one (both sides done, nothing received past the response's end: a Source's extra bytes

@@ -9,8 +9,9 @@ timeouts as configured, errors. Messages are h11's to write, frame and check
 
 - an idle connection is reused only if it is younger than :data:`KEEPALIVE_EXPIRY` and the
   server has sent nothing on it since (neither closed it nor sent more);
-- a connection goes back to the idle pool only after its response was read whole, both sides
-  can carry another exchange (h11's states), and nothing arrived past the response's end;
+- a connection goes back to the idle pool only after its response was read whole (or had no
+  body), both sides can carry another exchange (h11's states), and nothing arrived past the
+  response's end;
 - a host is connected to, named in TLS (SNI, the certificate's check) and in ``Host`` by one
   IDNA 2008 A-label, httpx's ``raw_host``;
 - a response h11 refuses is :class:`httpx.RemoteProtocolError`, a request h11 will not send is
@@ -32,6 +33,7 @@ from urllib.request import getproxies
 import h11
 import httpx
 
+from ..errors import shown
 from .addresses import AddressCheck, open_checked
 from .http11 import Connection, request_head
 from .policy import ClientPolicy
@@ -172,7 +174,7 @@ class SocketTransport(httpx.BaseTransport):
 
 class _Body(httpx.SyncByteStream):
     """A response body read from its connection. Closing hands the connection back (when the
-    body was read whole) or closes it."""
+    body was read whole, or had nothing to read) or closes it."""
 
     def __init__(self, transport: SocketTransport, request: httpx.Request, origin: _Origin,
                  connection: Connection) -> None:
@@ -194,7 +196,7 @@ class _Body(httpx.SyncByteStream):
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if self._whole:
+        if self._whole or connection.empty():
             self._transport._release(self._origin, connection)
         else:
             connection.close()
@@ -233,11 +235,11 @@ def _errors(request: httpx.Request, step: str,
 def _translated(error: Exception, request: httpx.Request, step: str) -> httpx.TransportError:
     if isinstance(error, h11.LocalProtocolError):
         return httpx.LocalProtocolError(
-            f"the request to {request.url} was not sent: {error}; a header or target holding a "
-            "line break, NUL or another character HTTP forbids is refused, so that no header "
-            "can be smuggled in", request=request)
+            f"the request to {shown(str(request.url))} was not sent: {shown(str(error))}; a "
+            "header or target holding a line break, NUL or another character HTTP forbids is "
+            "refused, so that no header can be smuggled in", request=request)
     if isinstance(error, h11.RemoteProtocolError):
-        return httpx.RemoteProtocolError(f"the response breaks HTTP/1.1: {error}",
+        return httpx.RemoteProtocolError(f"the response breaks HTTP/1.1: {shown(str(error))}",
                                          request=request)
     timeout, failure = _STEP_ERRORS[step]
     message = str(error) or type(error).__name__

@@ -68,6 +68,19 @@ def test_head_and_not_modified_answers_leave_the_connection_reusable(
     assert server.connections_opened == 1
 
 
+def test_an_answer_without_a_body_keeps_its_connection_unread(
+        server: SourceServer, http: httpx.Client) -> None:
+    """A 304 (the no-change poll) or a HEAD answer closed without reading: nothing is left to
+    read, so the connection carries the next request."""
+    etag = http.get(server.url("/res")).headers["ETag"]
+    with http.stream("GET", server.url("/res"), headers={"If-None-Match": etag}) as response:
+        assert response.status_code == 304
+    with http.stream("HEAD", server.url("/res")) as response:
+        assert response.status_code == 200
+    assert http.get(server.url("/res")).content == BODY
+    assert server.connections_opened == 1
+
+
 def test_a_connection_the_server_closed_is_replaced_without_a_failed_request(
         server: SourceServer, http: httpx.Client) -> None:
     assert http.get(server.url("/res")).content == BODY
@@ -198,6 +211,14 @@ def test_a_broken_response_is_a_protocol_error_saying_what_broke(
         http: httpx.Client, answer: bytes, complaint: str) -> None:
     with canned(answer) as served, pytest.raises(httpx.RemoteProtocolError, match=complaint):
         http.get(served.url)
+
+
+def test_a_long_broken_header_is_quoted_shortened(http: httpx.Client) -> None:
+    answer = b"HTTP/1.1 200 OK\r\nX-Long: " + b"x" * 50_000 + b"\0\r\n\r\n"
+    with canned(answer) as served, pytest.raises(httpx.RemoteProtocolError,
+                                                 match="illegal header line") as raised:
+        http.get(served.url)
+    assert len(str(raised.value)) < 300 and "characters)" in str(raised.value)
 
 
 def test_a_line_break_in_a_request_header_is_refused_before_sending(
