@@ -106,10 +106,10 @@ class Connection:
         (had it closed it, or sent more, the socket would be readable). ``poll``, unlike
         ``select``, watches descriptors past 1023."""
         poller = select.poll()
-        poller.register(self.sock, select.POLLIN)
         try:
+            poller.register(self.sock, select.POLLIN)
             return not poller.poll(0)
-        except OSError:
+        except (OSError, ValueError):  # a socket closed already
             return False
 
     def close(self) -> None:
