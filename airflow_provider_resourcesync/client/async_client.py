@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from types import TracebackType
 from typing import TypeVar
 from urllib.parse import urlsplit
-from urllib.request import getproxies
 
 import httpx
 
@@ -22,6 +21,7 @@ from .policy import ClientPolicy
 from .retry import RetryBudget
 from .sinks import DocumentSink, FetchedDocument, Page, PageSink
 from .sync_client import MAX_PAGE_BYTES, Sink, httpx_settings
+from .transport import proxy_in_environment
 
 __all__ = ["AsyncResourceSyncClient"]
 
@@ -47,7 +47,7 @@ class AsyncResourceSyncClient:
         self.budget = RetryBudget(self.policy.retry_budget)
         self.cache = DocumentCache()
         settings = httpx_settings(self.policy)
-        self._precheck = transport is not None or bool(getproxies())
+        self._precheck = transport is not None or proxy_in_environment()
         if not self._precheck and not self.policy.allow_private:
             transport = checked_async_transport(settings, self.guard.check_resolved)
         self._http = httpx.AsyncClient(transport=transport, **settings)

@@ -1,142 +1,150 @@
-"""HTTP/1.1 messages as the sync client's transport writes and reads them (RFC 9112): the request
-head, the final response's head (interim 1xx answers passed over), and how its body ends.
+"""One HTTP/1.1 connection of the sync client's wire: a socket, and h11 (python-hyper/h11, a
+maintained parser with no I/O of its own) saying what the bytes on it mean.
 
-Everything here reads from a buffered binary stream and raises :class:`Malformed` for an answer
-that breaks the framing; the transport turns that into :class:`httpx.RemoteProtocolError`.
+h11 frames and checks every message (RFC 9112): request heads it will not send, response heads
+and bodies that break the protocol, a connection that cannot carry another request. This module
+only moves bytes between the socket and h11, with a deadline on every read, and says plainly why
+a connection may not be reused.
 """
 
 from __future__ import annotations
 
-import string
+import select
+import socket
+import threading
+import time
 from collections.abc import Iterator
-from io import BufferedReader
 
+import h11
 import httpx
 
-__all__ = ["MAX_HEADERS", "MAX_LINE", "Malformed", "chunks", "counted", "framing",
-           "request_head", "response_head", "until_close"]
+__all__ = ["MAX_HEAD", "READ_SIZE", "Connection", "request_head"]
 
-#: The longest line of a response head, and the most header fields in one.
-MAX_LINE = 64 * 1024
-MAX_HEADERS = 100
-#: The most bytes read at a time from a body.
-CHUNK = 64 * 1024
+#: The most bytes of a response head h11 holds while waiting for its end.
+MAX_HEAD = 64 * 1024
+#: The most bytes read from the socket at a time: a body's pieces are at most this. Big reads
+#: let h11 hand a large body over in big pieces (docs/design.md, "The wire").
+READ_SIZE = 1024 * 1024
 
-_HEX = frozenset(string.hexdigits.encode())
-_BLANK = (b"\r\n", b"\n")
-
-
-class Malformed(Exception):
-    """The server broke HTTP/1.1 framing (or closed the connection where it must not)."""
+#: Each thread's read buffer (h11 copies what it is given, so one buffer serves every read).
+_buffers = threading.local()
 
 
-def request_head(request: httpx.Request) -> bytes:
-    """The request line and header fields; a line break in any of them is refused."""
-    lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), request.url.raw_path)]
-    lines.extend(b"%s: %s" % field for field in request.headers.raw)
-    if any(b"\r" in line or b"\n" in line or b"\0" in line for line in lines):
-        raise httpx.LocalProtocolError("a request header or target holds a line break or NUL: "
-                                       "refused, so that no header can be smuggled in",
-                                       request=request)
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+def request_head(request: httpx.Request) -> h11.Request:
+    """The head of ``request`` as h11 will send it.
+
+    :raises h11.LocalProtocolError: a header or the target holds what HTTP forbids (a line
+        break, NUL): the request cannot be sent.
+    """
+    return h11.Request(method=request.method, target=request.url.raw_path,
+                       headers=request.headers.raw)
 
 
-def _line(reader: BufferedReader) -> bytes:
-    """One line of a response head or of chunk framing."""
-    line = reader.readline(MAX_LINE + 1)
-    if not line.endswith(b"\n"):
-        if len(line) > MAX_LINE:
-            raise Malformed(f"a line of the response is longer than {MAX_LINE} bytes")
-        raise Malformed("the server closed the connection in the middle of the response")
-    return line
+class Connection:
+    """A socket carrying one request after another. Each read of the socket has the read
+    timeout, shortened to what is left of the request's ``deadline`` (:func:`time.monotonic`
+    time): a Source sending a byte now and then cannot hold a request past it."""
+
+    __slots__ = ("deadline", "read_timeout", "sock", "state")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.state = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self.read_timeout: float | None = None
+        self.deadline: float | None = None
+
+    def send(self, head: h11.Request, body: bytes) -> None:
+        """Send a request whole (its ``head`` from :func:`request_head`)."""
+        wire = self.state.send(head)
+        if body:
+            wire += self.state.send(h11.Data(data=body))
+        wire += self.state.send(h11.EndOfMessage())
+        self._arm()
+        self.sock.sendall(wire)
+
+    def response(self) -> h11.Response:
+        """The final response's head (interim 1xx answers passed over, RFC 9110 section 15.2)."""
+        while True:
+            event = self._next()
+            if isinstance(event, h11.Response):
+                return event
+            if not isinstance(event, h11.InformationalResponse):
+                raise h11.RemoteProtocolError(f"expected a response, got {event!r}")
+
+    def body(self) -> Iterator[bytes]:
+        """The response body's pieces as they arrive, up to its end."""
+        while True:
+            event = self._next()
+            if isinstance(event, h11.Data):
+                yield event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return
+            else:
+                raise h11.RemoteProtocolError(f"expected a response body, got {event!r}")
+
+    def empty(self) -> bool:
+        """Whether the response's body is over with nothing to read (HEAD, 204, 304, a length
+        of 0): a response closed unread leaves its connection reusable only then."""
+        try:
+            return isinstance(self.state.next_event(), h11.EndOfMessage)
+        except h11.ProtocolError:
+            return False
+
+    def renew(self) -> bool:
+        """After a whole response: ready the connection for the next request, if it can carry
+        one (both sides done, nothing received past the response's end: a Source's extra bytes
+        are never read as the next response)."""
+        state = self.state
+        data, closed = state.trailing_data
+        if data or closed or state.our_state is not h11.DONE or state.their_state is not h11.DONE:
+            return False
+        state.start_next_cycle()
+        return True
+
+    def alive(self) -> bool:
+        """Whether an idle connection can carry a request: the server has sent nothing on it
+        (had it closed it, or sent more, the socket would be readable). ``poll``, unlike
+        ``select``, watches descriptors past 1023."""
+        poller = select.poll()
+        try:
+            poller.register(self.sock, select.POLLIN)
+            return not poller.poll(0)
+        except (OSError, ValueError):  # a socket closed already
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def _next(self) -> h11.Event | type[h11.PAUSED]:
+        state = self.state
+        while (event := state.next_event()) is h11.NEED_DATA:
+            self._arm()
+            buffer = _buffer()
+            size = self.sock.recv_into(buffer)
+            if not size and state.their_state is h11.SEND_RESPONSE and not state.trailing_data[0]:
+                raise h11.RemoteProtocolError(
+                    "the server closed the connection without sending a response")
+            state.receive_data(buffer[:size])
+        return event
+
+    def _arm(self) -> None:
+        """Set the socket's timeout for its next operation.
+
+        :raises TimeoutError: the deadline has passed.
+        """
+        timeout = self.read_timeout
+        if self.deadline is not None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request's deadline passed")
+            if timeout is None or left < timeout:
+                timeout = left
+        if self.sock.gettimeout() != timeout:
+            self.sock.settimeout(timeout)
 
 
-def response_head(reader: BufferedReader) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]]]:
-    """The version, status, reason and header fields of the final response (interim 1xx
-    responses are passed over, 9112 section 4)."""
-    while True:
-        if not reader.peek(1):
-            raise Malformed("the server closed the connection without sending a response")
-        version, _, rest = _line(reader).rstrip(b"\r\n").partition(b" ")
-        code, _, reason = rest.partition(b" ")
-        if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
-            raise Malformed(f"not an HTTP/1.x status line: {(version + b' ' + rest)[:80]!r}")
-        headers = _header_fields(reader)
-        status = int(code)
-        if not 100 <= status < 200 or status == 101:
-            return version, status, reason.strip(), headers
-
-
-def _header_fields(reader: BufferedReader) -> list[tuple[bytes, bytes]]:
-    fields: list[tuple[bytes, bytes]] = []
-    while (line := _line(reader)) not in _BLANK:
-        if line[:1] in (b" ", b"\t") and fields:  # obs-fold: joined with a space (5.2)
-            name, value = fields[-1]
-            fields[-1] = (name, value + b" " + line.strip())
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip():
-            raise Malformed(f"not a header field: {line[:80]!r}")
-        fields.append((name, value.strip()))
-        if len(fields) > MAX_HEADERS:
-            raise Malformed(f"more than {MAX_HEADERS} header fields")
-    return fields
-
-
-def framing(method: str, version: bytes, status: int, headers: list[tuple[bytes, bytes]]
-             ) -> tuple[int | None, bool]:
-    """How the body ends (9112 section 6.3): its length, -1 for chunks, None for the close; and
-    whether the connection can carry another request after it."""
-    codings: list[bytes] = []
-    lengths: set[bytes] = set()
-    closing = version != b"HTTP/1.1"
-    for name, value in headers:
-        lowered = name.lower()
-        if lowered == b"transfer-encoding":
-            codings.extend(coding.strip().lower() for coding in value.split(b","))
-        elif lowered == b"content-length":
-            lengths.update(length.strip() for length in value.split(b","))
-        elif lowered == b"connection":
-            closing = closing or b"close" in (token.strip().lower() for token in value.split(b","))
-    if method == "HEAD" or status in (101, 204, 304):
-        return 0, not closing and status != 101
-    if codings:
-        return (-1, not closing) if codings[-1] == b"chunked" else (None, False)
-    if lengths:
-        length = lengths.pop()
-        if lengths or not length.isdigit():
-            raise Malformed("the Content-Length is not one number")
-        return int(length), not closing
-    return None, False
-
-
-def until_close(reader: BufferedReader) -> Iterator[bytes]:
-    """A body without a length: everything up to the close, as it arrives."""
-    while chunk := reader.read1(CHUNK):
-        yield chunk
-
-
-def counted(reader: BufferedReader, length: int) -> Iterator[bytes]:
-    """``length`` bytes of a body, as they arrive (a slow Source's first bytes are seen before
-    the rest, so a consumer can refuse them early)."""
-    while length:
-        chunk = reader.read1(min(CHUNK, length))
-        if not chunk:
-            raise Malformed("the server closed the connection before the whole body arrived "
-                             f"({length} bytes missing)")
-        length -= len(chunk)
-        yield chunk
-
-
-def chunks(reader: BufferedReader) -> Iterator[bytes]:
-    """A chunked body's data (7.1); trailer fields are read and dropped."""
-    while True:
-        size = _line(reader).split(b";", 1)[0].strip()
-        if not size or not _HEX.issuperset(size):
-            raise Malformed(f"not a chunk size: {size[:40]!r}")
-        if not int(size, 16):
-            _header_fields(reader)
-            return
-        yield from counted(reader, int(size, 16))
-        if _line(reader) not in _BLANK:
-            raise Malformed("a chunk is longer than its size says")
+def _buffer() -> memoryview:
+    buffer: memoryview | None = getattr(_buffers, "view", None)
+    if buffer is None:
+        buffer = _buffers.view = memoryview(bytearray(READ_SIZE))
+    return buffer
