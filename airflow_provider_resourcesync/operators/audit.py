@@ -109,5 +109,5 @@ def _counts(report: AuditReport) -> str:
 
 
 def _examples(report: AuditReport) -> str:
-    return "; ".join(f"{kind}: {', '.join(uris)}" for kind, uris in report.examples.items()
+    return " ; ".join(f"{kind}: {' '.join(uris)}" for kind, uris in report.examples.items()
                      if uris) or "none recorded"
