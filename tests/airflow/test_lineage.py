@@ -1,7 +1,8 @@
 """OpenLineage in real DAG runs (issue 15, item 6; issue 16): with the openlineage provider and
 a file transport, the publisher reports the directory it published as input and the Change Dump
-Index as output, and a baseline the Source's Capability List as input and the mirror as output;
-one dataset per place, never one per resource."""
+Index as output, a baseline the Source's Capability List as input and the mirror as output, and
+an audit both as inputs (it reads them), the mirror with what held as data quality assertions,
+and no output (it repaired nothing); one dataset per place, never one per resource."""
 
 from __future__ import annotations
 
@@ -24,19 +25,24 @@ def test_datasets_are_named_as_openlineage_names_them() -> None:
         "https://example.org:8443", "/rs/capabilitylist.xml")
 
 
-def test_the_publisher_and_a_baseline_report_what_they_read_and_wrote(tmp_path: Path) -> None:
+def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
+        tmp_path: Path) -> None:
     child = subprocess.run([sys.executable, str(ROOT / "tests/airflow/lineage_child.py"),
                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                            timeout=600)
     assert child.returncode == 0, child.stderr[-3000:]
     assert json.loads(child.stdout.strip().splitlines()[-1]) == ["success", "success"]
-    completed = {}
+    completed, checked = {}, {}
     for line in (tmp_path / "events.jsonl").read_text().splitlines():
         event = json.loads(line)
         if event["eventType"] == "COMPLETE" and "." in event["job"]["name"]:
             completed[event["job"]["name"]] = (
                 [(item["namespace"], item["name"]) for item in event["inputs"]],
                 [(item["namespace"], item["name"]) for item in event["outputs"]])
+            checked[event["job"]["name"]] = {
+                item["name"]: {found["assertion"]: found["success"] for found in item.get(
+                    "inputFacets", {}).get("dataQualityAssertions", {}).get("assertions", [])}
+                for item in event["inputs"]}
     assert completed["publish_directory.publish"] == (
         [("file", str(tmp_path / "collection"))],
         [("file", str(tmp_path / "published" / "changedump.xml"))])
@@ -44,3 +50,7 @@ def test_the_publisher_and_a_baseline_report_what_they_read_and_wrote(tmp_path: 
     assert source[0].startswith("http://127.0.0.1:") and source[1] == (
         "/published/capabilitylist.xml")
     assert mirror == [("file", str(tmp_path / "mirror"))]
+    assert completed["mirror_to_local.audit"] == ([source, mirror[0]], [])
+    assert checked["mirror_to_local.audit"] == {source[1]: {}, str(tmp_path / "mirror"): {
+        "no_missing_resources": True, "no_extra_resources": True,
+        "no_mismatched_resources": True}}
