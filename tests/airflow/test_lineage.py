@@ -11,7 +11,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from airflow_provider_resourcesync.lineage import dataset_name
+from airflow_provider_resourcesync.operators.audit import (
+    MirrorMismatchError,
+    ResourceSyncAuditOperator,
+)
+from airflow_provider_resourcesync.storage.keys import KeyMapper
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+
+from .test_operators import mirror_of
 
 ROOT = Path(__file__).parents[2]
 
@@ -54,3 +64,25 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
     assert checked["mirror_to_local.audit"] == {source[1]: {}, str(tmp_path / "mirror"): {
         "no_missing_resources": True, "no_extra_resources": True,
         "no_mismatched_resources": True}}
+
+
+def test_an_audit_reports_what_failed_and_its_repairs_as_an_output(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    mirror_of(source, tmp_path)
+    (tmp_path / KeyMapper().key(source.uri("item-05.txt"))).unlink()
+    audit = ResourceSyncAuditOperator(task_id="a", destination=str(tmp_path))
+    with pytest.raises(MirrorMismatchError):
+        audit.execute({})
+    failed = audit.get_openlineage_facets_on_complete(None)  # on failure, the same facets
+    (listed, mirror), outputs = failed.inputs, failed.outputs
+    assert (listed.name, mirror.namespace, mirror.name, outputs) == (
+        "/dataset1/capabilitylist.xml", "file", str(tmp_path), [])
+    assert {(found.assertion, found.success) for found in mirror.inputFacets[
+        "dataQualityAssertions"].assertions} == {
+        ("no_missing_resources", False), ("no_extra_resources", True),
+        ("no_mismatched_resources", True)}
+    repair = ResourceSyncAuditOperator(task_id="r", destination=str(tmp_path),
+                                       on_mismatch="repair")
+    repair.execute({})
+    assert [(output.namespace, output.name) for output in
+            repair.get_openlineage_facets_on_complete(None).outputs] == [("file", str(tmp_path))]
