@@ -184,7 +184,7 @@ def _validate(args: argparse.Namespace) -> int:
     errors = sum(1 for finding in findings if finding.severity is Severity.ERROR)
     warnings = len(findings) - errors
     verdict = "not valid" if errors else "valid"
-    print(f"{args.source}: {verdict}: {_count(errors, 'error')}, {_count(warnings, 'warning')}")
+    print(f"{args.source} : {verdict}: {_count(errors, 'error')}, {_count(warnings, 'warning')}")
     return FOUND_ERRORS if errors else OK
 
 

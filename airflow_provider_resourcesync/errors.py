@@ -3,6 +3,12 @@ how a URL or key is quoted in their messages.
 
 Every layer raises these and nothing else, so a DAG author can catch one base class, and every
 message says which document, URL or rule is at fault.
+
+A URL in a message (and in a log line) is a word of its own, and punctuation after it is set off
+by a space: ``https://example.org/changelist.xml : not found``, ``... line 12 : ...``. Airflow's
+log view makes a link of everything from ``http`` to the next whitespace, so a URL followed by
+``:`` or ``,`` would link to a page that does not exist (``tests/test_messages.py`` holds every
+message of the package to this).
 """
 
 from __future__ import annotations
@@ -72,8 +78,8 @@ class DocumentError(ResourceSyncError):
     def _render(self) -> str:
         where = self.url or "<document>"
         if self.line is not None:
-            where = f"{where}, line {self.line}"
-        text = f"{where}: {self.message}"
+            where = f"{where} line {self.line}"
+        text = f"{where} : {self.message}"
         if self.section:
             text = f"{text} (spec section {self.section})"
         return text
@@ -98,7 +104,7 @@ class FetchError(ResourceSyncError):
         self.tries = tries
         status_text = f"HTTP {status}" if status is not None else "no response"
         super().__init__(
-            f"{url}: {message} ({status_text}, after {tries} {'try' if tries == 1 else 'tries'})")
+            f"{url} : {message} ({status_text}, after {tries} {'try' if tries == 1 else 'tries'})")
 
 
 class ContentMismatchError(ResourceSyncError):
@@ -109,7 +115,7 @@ class ContentMismatchError(ResourceSyncError):
         self.what = what
         self.expected = expected
         self.actual = actual
-        super().__init__(f"{url}: {what} mismatch: expected {expected}, got {actual}")
+        super().__init__(f"{url} : {what} mismatch: expected {expected}, got {actual}")
 
 
 class DestinationError(ResourceSyncError):
@@ -142,7 +148,7 @@ class SyncIncompleteError(ResourceSyncError):
         self.lasting = lasting
         self.fixes = fixes
         self.rerun_helps = not lasting
-        examples = "; ".join(f"{uri}: {reason}" for uri, reason in failures)
+        examples = "; ".join(f"{uri} : {reason}" for uri, reason in failures)
         super().__init__(f"{message}: {failed} failed (e.g. {examples})")
 
 

@@ -2,12 +2,15 @@
 Capability List, a mirror, a bucket prefix, a Change Dump), never one per resource.
 
 Datasets are named as OpenLineage names them: ``s3://bucket`` and the key for S3, ``file`` and
-the absolute path for a local directory, ``{scheme}://{host}`` and the path for a URL. The
-openlineage provider is optional: it is imported only when Airflow's OpenLineage listener asks.
+the absolute path for a local directory, ``{scheme}://{host}`` and the path for a URL. A check
+(the audit) reports what it checked as an input with OpenLineage's ``dataQualityAssertions``
+input facet, the way data quality checks do. The openlineage provider is optional: it is
+imported only when Airflow's OpenLineage listener asks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -29,21 +32,32 @@ def dataset_name(location: str) -> tuple[str, str]:
 
 
 class Lineage:
-    """An operator's OpenLineage facets on completion: the places
-    :meth:`_reads_and_writes` recorded during ``execute``."""
+    """An operator's OpenLineage facets on completion (and on failure, which falls back to
+    them): the places :meth:`_reads_and_writes` recorded during ``execute``."""
 
-    _lineage: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    _lineage: tuple[tuple[str, ...], tuple[str, ...], Mapping[str, Mapping[str, bool]]] = (
+        (), (), {})
 
-    def _reads_and_writes(self, inputs: list[str], outputs: list[str]) -> None:
-        """Record what the task read and wrote (locations :func:`dataset_name` takes)."""
-        self._lineage = (tuple(inputs), tuple(outputs))
+    def _reads_and_writes(self, inputs: list[str], outputs: list[str], *,
+                          checked: Mapping[str, Mapping[str, bool]] | None = None) -> None:
+        """Record what the task read and wrote (locations :func:`dataset_name` takes), and of
+        the inputs it checked, each assertion's name and whether it held."""
+        self._lineage = (tuple(inputs), tuple(outputs), dict(checked or {}))
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Airflow's OpenLineage hook: the inputs and outputs recorded by ``execute``."""
-        from airflow.providers.common.compat.openlineage.facet import Dataset
+        from airflow.providers.common.compat.openlineage.facet import Dataset, InputDataset
         from airflow.providers.openlineage.extractors import OperatorLineage
+        from openlineage.client.generated.data_quality_assertions_dataset import (
+            Assertion,
+            DataQualityAssertionsDatasetFacet,
+        )
 
-        inputs, outputs = self._lineage
+        inputs, outputs, checked = self._lineage
         return OperatorLineage(
-            inputs=[Dataset(*dataset_name(location)) for location in inputs],
+            inputs=[InputDataset(*dataset_name(location), inputFacets={
+                "dataQualityAssertions": DataQualityAssertionsDatasetFacet(assertions=[
+                    Assertion(assertion=name, success=held)
+                    for name, held in checked[location].items()])}
+                if location in checked else {}) for location in inputs],
             outputs=[Dataset(*dataset_name(location)) for location in outputs])

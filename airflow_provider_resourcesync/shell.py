@@ -45,7 +45,7 @@ def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Log
             "capability_list_url, or point the connection's base URL at the Source")
     chosen = found.capability_lists[0].url
     others = [info.url for info in found.capability_lists[1:]]
-    log.info("Using the Capability List %s, discovered from %s by %s%s", chosen, hook.base_url,
+    log.info("Using the Capability List %s , discovered from %s by %s%s", chosen, hook.base_url,
              found.route, f" (also found: {', '.join(others)})" if others else "")
     return chosen
 
@@ -57,7 +57,7 @@ def describe_at_well_known(destination: Destination, log: logging.Logger) -> Non
     :raises ConfigurationError: a resource of the mirror is stored there.
     """
     if publish_well_known(destination):
-        log.info("Wrote the mirror's Source Description at %s, for Destinations that discover "
+        log.info("Wrote the mirror's Source Description at %s , for Destinations that discover "
                  "it (spec 6.3.2)", destination.object_url(WELL_KNOWN))
 
 

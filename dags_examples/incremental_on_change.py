@@ -8,8 +8,9 @@ when the DAG is parsed (default ``~/resourcesync-mirror``): a mirror made by a b
 ``mirror_to_local`` DAG). It is the incremental task's outlet Asset.
 
 The DAG is scheduled on an Asset standing for the Source's changes, watched by Airflow's
-triggerer: ``ResourceSyncChangeEventTrigger`` polls the Change List (one request answered 304
-while it is unchanged) and fires when it changes, which queues a run. The event only wakes the
+triggerer: ``ResourceSyncChangeEventTrigger`` polls the Change List every
+``RESOURCESYNC_POLL_INTERVAL`` seconds (default 60; one request answered 304 while it is
+unchanged) and fires when it changes, which queues a run. The event only wakes the
 DAG: the sync applies the changes after its checkpoint (this task's previous XCom, else the
 checkpoint saved with the mirror), so a missed or a duplicate event costs nothing but a delay or
 a run that finds nothing new. ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or
@@ -28,12 +29,13 @@ from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncr
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 
 DESTINATION = os.environ.get("RESOURCESYNC_MIRROR_DIR", str(Path.home() / "resourcesync-mirror"))
+POLL_INTERVAL = float(os.environ.get("RESOURCESYNC_POLL_INTERVAL", "60"))
 
 #: The Source's changes, as the triggerer sees them; the trigger's arguments are its identity.
 SOURCE_CHANGES = Asset("resourcesync_default_changes", watchers=[AssetWatcher(
     name="resourcesync_default_change_list",
     trigger=ResourceSyncChangeEventTrigger(resourcesync_conn_id="resourcesync_default",
-                                           poll_interval=60))])
+                                           poll_interval=POLL_INTERVAL))])
 
 with DAG(
     dag_id="incremental_on_change",

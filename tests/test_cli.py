@@ -45,11 +45,11 @@ def test_validate_every_spec_example(
     assert done.stderr == ""
     if example in WITH_ERRORS:
         assert done.returncode == 1
-        assert summary.startswith(f"{XML_EXAMPLES[0].parent / example}: not valid: ")
+        assert summary.startswith(f"{XML_EXAMPLES[0].parent / example} : not valid: ")
         assert any(line.startswith("error [") for line in findings)
     else:
         assert done.returncode == 0, done.stdout
-        assert summary.startswith(f"{XML_EXAMPLES[0].parent / example}: valid: 0 errors, ")
+        assert summary.startswith(f"{XML_EXAMPLES[0].parent / example} : valid: 0 errors, ")
         assert all(line.startswith("warning [") for line in findings)
 
 
@@ -58,7 +58,7 @@ def test_validate_over_http(source: ResourceSyncSource) -> None:
     source.server.put("/broken.xml", Path(XML_EXAMPLES[0]).read_bytes(), "application/xml")
     clean = run("validate", source.change_list_url, "--allow-private")
     assert (clean.returncode, clean.stdout) == (
-        0, f"{source.change_list_url}: valid: 0 errors, 0 warnings\n")
+        0, f"{source.change_list_url} : valid: 0 errors, 0 warnings\n")
     broken = run("validate", source.server.url("/broken.xml"), "--allow-private")
     assert broken.returncode == 1
     assert "error [" in broken.stdout and "not valid: 1 error" in broken.stdout

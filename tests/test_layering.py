@@ -2,7 +2,8 @@
 
 ``protocol`` <- ``client``, ``storage`` <- ``sync``, ``publish`` <- the shell (hooks, operators,
 sensors, triggers). ``errors`` is a leaf every layer may use; ``workdirs`` (work folders of one
-process) a leaf the layers doing I/O may use, itself using ``errors`` only.
+process) a leaf the layers doing I/O may use, itself using ``errors`` only; ``units`` (amounts
+as log lines show them) a leaf of no imports that the engines (sync, publish) may use.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ ALLOWED = {
     "protocol": {"protocol", "errors"},
     "client": {"protocol", "client", "errors", "workdirs"},
     "storage": {"protocol", "storage", "errors", "workdirs"},
-    "sync": {"protocol", "client", "storage", "sync", "errors", "workdirs"},
-    "publish": {"protocol", "client", "storage", "publish", "errors", "workdirs"},
+    "sync": {"protocol", "client", "storage", "sync", "errors", "workdirs", "units"},
+    "publish": {"protocol", "client", "storage", "publish", "errors", "workdirs", "units"},
     "testing": {"protocol", "testing", "errors"},
     "workdirs": {"errors"},
+    "units": set(),
 }
 FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
@@ -32,6 +34,7 @@ FORBIDDEN = {
     "publish": {"airflow"},
     "testing": {"airflow", "httpx", "boto3"},
     "workdirs": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
+    "units": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
 }
 
 

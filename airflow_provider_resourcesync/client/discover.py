@@ -140,7 +140,7 @@ class _Explorer:
             self.note(f"Link header of {url} -> no response to read")
             return []
         links = resourcesync_links_from_header(page.link_headers, page.url)
-        self.note(f"Link header of {url} -> {', '.join(links) or 'no rel=resourcesync link'}")
+        self.note(f"Link header of {url} -> {' '.join(links) or 'no rel=resourcesync link'}")
         return links
 
     def html_links(self, url: str) -> list[str]:
@@ -150,7 +150,7 @@ class _Explorer:
             return []
         with page.path.open("rb") as body:
             links = resourcesync_links_from_html(body.read(MAX_PAGE_BYTES), page.url)
-        self.note(f"HTML of {url} -> {', '.join(links) or 'no rel=resourcesync link'}")
+        self.note(f"HTML of {url} -> {' '.join(links) or 'no rel=resourcesync link'}")
         return links
 
     def robots_sitemaps(self, url: str) -> list[str]:
@@ -164,7 +164,7 @@ class _Explorer:
             self.note(f"GET {robots} -> HTTP {page.status}")
             return []
         sitemaps = sitemaps_from_robots(page.text, page.url)
-        self.note(f"GET {robots} -> Sitemap: {', '.join(sitemaps) or 'none'}")
+        self.note(f"GET {robots} -> Sitemap: {' '.join(sitemaps) or 'none'}")
         return sitemaps
 
     # -- from a found document up (6.2) ----------------------------------------------------------
@@ -184,10 +184,10 @@ class _Explorer:
                 self._keep(url, document)
             up = document.head.up or document.head.index
             if up is None:
-                self.note(f"{url}: no up link")
+                self.note(f"{url} : no up link")
                 return
             if up in visited:
-                self.note(f"{url}: up link to {up} loops, stopped")
+                self.note(f"{url} : up link to {up} loops, stopped")
                 return
             visited.add(up)
             url = up
@@ -204,7 +204,7 @@ class _Explorer:
             if listed is not None and listed.kind is DocumentKind.CAPABILITY_LIST:
                 self._keep(entry.loc, listed)
             elif listed is not None:
-                self.note(f"{entry.loc}: listed as a Capability List by {url}, skipped")
+                self.note(f"{entry.loc} : listed as a Capability List by {url} , skipped")
 
     def _keep(self, url: str, document: Document) -> None:
         describedby = document.head.link("describedby")
@@ -232,5 +232,5 @@ def discover(client: ResourceSyncClient, url: str) -> Discovery:
             explorer.climb(candidate)
         if explorer.found:
             return explorer.result(url, route)
-    raise DocumentError("no ResourceSync Source found; tried " + "; ".join(explorer.steps),
+    raise DocumentError("no ResourceSync Source found; tried " + " ; ".join(explorer.steps),
                         url=url, section="6.3")

@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
+from ..lineage import Lineage
 from ..shell import capability_list_of
 from ..storage.keys import KeyMapper
 from ..sync.audit import AuditReport, run_audit
@@ -25,7 +26,7 @@ class MirrorMismatchError(ResourceSyncError):
     """The audit found the mirror not to hold what the Source lists."""
 
 
-class ResourceSyncAuditOperator(BaseOperator):
+class ResourceSyncAuditOperator(BaseOperator, Lineage):
     """Compare a mirror with the Source's Resource List: what is missing, what the Source no
     longer lists, what differs (by the hash and length the mirror recorded, or with ``deep`` by
     the bytes themselves). The report (a JSON object) is the task's XCom.
@@ -47,6 +48,10 @@ class ResourceSyncAuditOperator(BaseOperator):
         (``well_known``) is never extra either.
     :param concurrency: resources checked at once; None: the connection's concurrency.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
+
+    OpenLineage: the Source's Capability List and the destination as inputs (an audit reads
+    both), the destination with a ``dataQualityAssertions`` facet saying what held
+    (:data:`ASSERTIONS`); the destination as output only where a repair wrote to it.
     """
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
@@ -74,12 +79,15 @@ class ResourceSyncAuditOperator(BaseOperator):
         with says_what_next(self.log), closing(ResourceSyncHook(
                 resourcesync_conn_id=self.resourcesync_conn_id)) as hook:
             destination = destination_from_url(self.destination, aws_conn_id=self.aws_conn_id)
+            capability_list = capability_list_of(hook, self.capability_list_url, self.log)
             report = run_audit(
-                hook.get_conn(), destination,
-                capability_list_url=capability_list_of(hook, self.capability_list_url, self.log),
+                hook.get_conn(), destination, capability_list_url=capability_list,
                 mapper=KeyMapper(self.key_prefixes), repair=self.on_mismatch == "repair",
                 deep=self.deep, ignore_prefixes=self.ignore_prefixes or (),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host, log=self.log)
+        self._reads_and_writes([capability_list, self.destination],
+                               [self.destination] if report.repaired else [],
+                               checked={self.destination: _assertions(report)})
         counts = _counts(report)
         if report.clean:
             self.log.info("The mirror at %s holds what the Source lists: %s", destination.url,
@@ -103,11 +111,20 @@ _NEXT = {
 }
 
 
+#: The audit's findings as OpenLineage data quality assertions: name -> what must be zero.
+ASSERTIONS = {"no_missing_resources": "missing", "no_extra_resources": "extra",
+              "no_mismatched_resources": "mismatched"}
+
+
+def _assertions(report: AuditReport) -> dict[str, bool]:
+    return {name: getattr(report, count) == 0 for name, count in ASSERTIONS.items()}
+
+
 def _counts(report: AuditReport) -> str:
     return (f"{report.listed} listed, {report.checked} checked, {report.missing} missing, "
             f"{report.extra} extra, {report.mismatched} mismatched, {report.repaired} repaired")
 
 
 def _examples(report: AuditReport) -> str:
-    return "; ".join(f"{kind}: {', '.join(uris)}" for kind, uris in report.examples.items()
+    return " ; ".join(f"{kind}: {' '.join(uris)}" for kind, uris in report.examples.items()
                      if uris) or "none recorded"

@@ -23,6 +23,7 @@ from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
 from ..sync.shard import Shard
+from ..units import counted
 from .next_step import says_what_next
 from .rendered import rendered_value
 
@@ -186,4 +187,4 @@ def _listed(value: Any) -> list[Any]:
 
 
 def _stats(checkpoint: Checkpoint) -> str:
-    return ", ".join(f"{value} {name}" for name, value in checkpoint.stats.items())
+    return counted(checkpoint.stats)

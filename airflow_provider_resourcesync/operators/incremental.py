@@ -134,7 +134,7 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
             checkpoint = self._read(previous, "this task's previous XCom")
             if checkpoint.destination == destination.url:
                 return checkpoint
-            self.log.warning("This task's previous XCom is of the mirror at %s, not %s: using "
+            self.log.warning("This task's previous XCom is of the mirror at %s, not %s : using "
                              "the mirror's saved checkpoint", checkpoint.destination,
                              destination.url)
         saved = saved_checkpoint(destination)

@@ -68,7 +68,7 @@ def says_what_next(log: logging.Logger) -> Iterator[None]:
     except SyncIncompleteError as error:
         log.error("Next: %s. %s failed; if the same ones keep failing, check them at the "
                   "Source. First: %s", next_step(error), error.failed,
-                  "; ".join(f"{uri}: {why}" for uri, why in error.failures[:3]))
+                  "; ".join(f"{uri} : {why}" for uri, why in error.failures[:3]))
         raise
     except ResourceSyncError as error:
         log.error("Next: %s. %s", next_step(error), error)

@@ -22,6 +22,7 @@ from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.checkpoint import saved_checkpoint
 from ..storage.source.documents import CHECKPOINT
 from ..sync.tally import PROGRESS_SECONDS
+from ..units import byte_size
 from .next_step import says_what_next
 from .rendered import rendered_value
 
@@ -103,8 +104,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                     RESERVED_PREFIX)])
             done = publish(publication, self._counted(listed.objects), listed.time,
                            listed.bucket, log=self.log.info)
-            self.log.info("Published %s changes in %s packages (%s bytes)%s", done.changes,
-                          done.packages, done.package_bytes,
+            self.log.info("Published %s changes in %s packages (%s)%s", done.changes,
+                          done.packages, byte_size(done.package_bytes),
                           f"; {len(done.left)} left for the next run" if done.left else "")
         return describe_outlet_events(context, self.outlets, done.checkpoint)
 

@@ -64,7 +64,7 @@ def check_no_gap(url: str, lists: Sequence[ChangeListRef], position: ChangePosit
     raise ChangeGapError(
         f"The Source no longer offers every change after the checkpoint: {_stands(position)}, "
         f"and the first change the Change List {shown(url)} still offers is in "
-        f"{shown(first.url)}, from {_time(first.from_)}. The changes in between cannot be "
+        f"{shown(first.url)} , from {_time(first.from_)}. The changes in between cannot be "
         "read, and a re-run meets the same gap: run a baseline into the mirror (or give "
         "on_gap='baseline' to the incremental operator), then go on from its checkpoint")
 

@@ -66,7 +66,7 @@ class ForwardOrder:
         if found is not None:
             when, previous = found
             raise InvalidValueError(
-                f"{entry.loc}: {format_datetime(when)} is earlier than the previous entry's "
+                f"{entry.loc} : {format_datetime(when)} is earlier than the previous entry's "
                 f"{format_datetime(previous)}; entries go in forward chronological order "
                 f"(section {self.section})")
 

@@ -240,7 +240,7 @@ class DumpPackage(ClosedOnExit):
         """
         info = self._member_of(entry)
         if info is None or entry.md is None:
-            raise DocumentError(f"{entry.loc}: a deleted change has no bitstream", url=self.url,
+            raise DocumentError(f"{entry.loc} : a deleted change has no bitstream", url=self.url,
                                 line=entry.line, section="13.2")
         digester = Digester.for_expected(entry.md.hash)
         with self._open_member(info) as stream:
@@ -418,7 +418,7 @@ class PackageWriter(FinishedOnSuccess):
         if (self.kind is DocumentKind.CHANGE_DUMP_MANIFEST
                 and entry.change not in (Change.CREATED, Change.UPDATED)):
             raise DocumentError(
-                f"{entry.loc}: a change with a bitstream is 'created' or 'updated', not "
+                f"{entry.loc} : a change with a bitstream is 'created' or 'updated', not "
                 f"{md.change!r} (add deletes with add_deleted)", section="13.2",
             )
         parts = self._checked_parts(entry)
@@ -445,7 +445,7 @@ class PackageWriter(FinishedOnSuccess):
         self._check_open()
         if self.kind is not DocumentKind.CHANGE_DUMP_MANIFEST or entry.change is not Change.DELETED:
             raise DocumentError(
-                f"{entry.loc}: only a Change Dump Manifest lists deletes, as change='deleted'",
+                f"{entry.loc} : only a Change Dump Manifest lists deletes, as change='deleted'",
                 section="13.2",
             )
         recorded = replace(entry, md=replace(entry.md, path=None))

@@ -156,11 +156,11 @@ class _Times:
     def _check_window(self, entry: Entry, start: datetime, end: datetime) -> None:
         if self._from is not None and start < self._from:
             raise InvalidValueError(
-                f"{entry.loc}: {format_datetime(start)} is before the document's from "
+                f"{entry.loc} : {format_datetime(start)} is before the document's from "
                 f"{format_datetime(self._from)} (section {self._order.section})")
         if self._until is not None and end > self._until:
             raise InvalidValueError(
-                f"{entry.loc}: {format_datetime(end)} is after the document's until "
+                f"{entry.loc} : {format_datetime(end)} is after the document's until "
                 f"{format_datetime(self._until)} (section {self._order.section})")
 
 

@@ -97,7 +97,7 @@ class Finding:
             parts.append(f"line {self.line}")
         if self.loc is not None:
             parts.append(self.loc)
-        return f"{' '.join(parts)}: {self.message}"
+        return f"{' '.join(parts)}{' :' if self.loc is not None else ':'} {self.message}"
 
 
 def has_errors(findings: Iterable[Finding]) -> bool:
@@ -558,8 +558,8 @@ def _open_children(head: Head) -> EntryCheck | None:
         if found is None:
             return ()
         return (_error(kind.section, f"has no until (open) but is not the last entry: only the "
-                                     f"last may be open, a closed one must have until (next: "
-                                     f"{entry.loc})", found),)
+                                     f"last may be open, a closed one must have until; the next "
+                                     f"is {entry.loc}", found),)
 
     return check
 

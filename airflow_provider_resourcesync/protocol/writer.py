@@ -213,7 +213,7 @@ class Serializer:
         try:
             return self._entry(entry, _text(entry.loc, "<loc>"))
         except InvalidValueError as exc:
-            raise InvalidValueError(f"the entry for {entry.loc}: {exc}") from None
+            raise InvalidValueError(f"the entry for {entry.loc} : {exc}") from None
 
     def with_md(self, parts: tuple[str, str, str], md: Metadata) -> bytes:
         """The entry of ``parts`` (:meth:`entry_parts`) with ``md`` as its ``rs:md``.

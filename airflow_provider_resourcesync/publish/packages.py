@@ -126,12 +126,12 @@ def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: dat
     for change in changes:
         before = window.changes[-1].when if window.changes else window.start
         if not before < change.when <= end:
-            raise InvalidValueError(f"{change.uri}: change time {change.when.isoformat()} is "
+            raise InvalidValueError(f"{change.uri} : change time {change.when.isoformat()} is "
                                     f"not after {before.isoformat()} and at most "
                                     f"{end.isoformat()}: the plan must date changes apart")
         if change.size > DEFAULT_LIMITS.max_member_size:
             raise PublishError(
-                f"{change.uri}: {change.size:,} bytes, more than a package member may hold "
+                f"{change.uri} : {change.size:,} bytes, more than a package member may hold "
                 f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
                 "accept): publish the Change List only, without Change Dumps, or leave the "
                 "object out of the published prefix")

@@ -149,7 +149,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         client = watch.hook.get_conn()
         client.budget.restart()  # one client serves every poke: each poke has the whole budget
         seen = drive(client, self.trigger_class.plan(watch.change_list_url, watch.position))
-        self.log.info("Looked for %s in %s: %s", self.trigger_class.waiting_for,
+        self.log.info("Looked for %s in %s : %s", self.trigger_class.waiting_for,
                       watch.change_list_url, seen.to_json())
         return seen
 
@@ -203,14 +203,14 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         ours = DestinationURL.parse(self.destination or "").asset_uri
         if theirs is None or theirs.rstrip("/") == ours.rstrip("/"):
             return True
-        self.log.warning("The checkpoint given is of the mirror at %s, not %s: watching from the "
+        self.log.warning("The checkpoint given is of the mirror at %s, not %s : watching from the "
                          "checkpoint saved with %s", theirs, ours, self.destination)
         return False
 
     def _change_list_of(self, hook: ResourceSyncHook, source: str) -> str:
         capability_list = capability_list_of(hook, self.capability_list_url, self.log)
         if capability_list != source:
-            self.log.warning("The checkpoint comes from the Capability List %s, not from %s",
+            self.log.warning("The checkpoint comes from the Capability List %s , not from %s",
                              source, capability_list)
         capabilities = capability_documents(hook.get_conn(), capability_list)
         return capabilities[choose_capability(Capability.CHANGE_LIST, (), capabilities,

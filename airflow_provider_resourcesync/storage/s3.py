@@ -200,7 +200,7 @@ class S3Destination(Destination):
                     _log.warning("Cannot abort the incomplete multipart upload of s3://%s/%s: %s",
                                  self.bucket, shown_key(upload["Key"]), exc)
             if stale:
-                _log.info("Aborted %d incomplete multipart upload(s) of killed runs under %s, "
+                _log.info("Aborted %d incomplete multipart upload(s) of killed runs under %s , "
                           "started more than %s before the server's time", aborted, self.url,
                           self._stale_upload_after)
 
@@ -339,4 +339,4 @@ def _info(metadata: dict[str, str], url: str) -> ObjectInfo | None:
             type=unquote(metadata["type"]) if "type" in metadata else None,
         )
     except ValueError as exc:
-        raise DestinationError(f"{url}: the object's metadata is not readable: {exc}") from exc
+        raise DestinationError(f"{url} : the object's metadata is not readable: {exc}") from exc

@@ -110,11 +110,11 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
         report.checked = auditor.check(concurrency)
         auditor.find_extras()
         _fill(report, book)
-        log.info("Audit of %s against %s: %s listed, %s checked, %s missing, %s extra, "
+        log.info("Audit of %s against %s : %s listed, %s checked, %s missing, %s extra, "
                  "%s mismatched, %s refused%s", destination.url, capability_list_url,
                  report.listed, report.checked, report.missing, report.extra, report.mismatched,
                  report.refused,
-                 "".join(f"; {kind}, e.g. {', '.join(uris)}"
+                 "".join(f" ; {kind}, e.g. {' '.join(uris)}"
                          for kind, uris in report.examples.items() if uris))
         if repair and not report.clean:
             report.repaired = auditor.repair(client, Transfer(destination, state, mapper),
@@ -293,5 +293,5 @@ class _Auditor:
                 self.state.remove(uri)
             return key is None or not self.destination.exists(key)
         except ResourceSyncError as error:
-            self.log.warning("Removing %s (%s) failed: %s", key, uri, error)
+            self.log.warning("Removing %s (of %s ) failed: %s", key, uri, error)
             return False

@@ -31,6 +31,7 @@ from ..protocol.position import ChangePosition
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import MirrorState
+from ..units import byte_size
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
 from .packages import fetched_package
@@ -99,9 +100,10 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
             _save_view(state, shard, kept)
     stats, elapsed = run.tally.stats, time.monotonic() - started
     log.info("Baseline from %s done in %.1f s: %s listed, %s fetched, %s unchanged, %s removed, "
-             "%s failed, %s bytes (%.0f resources/s)", document, elapsed, stats["listed"],
+             "%s failed, %s (%.0f resources/s, %s/s)", document, elapsed, stats["listed"],
              stats["fetched"], stats["unchanged"], stats["removed"], stats["failed"],
-             stats["bytes"], stats["listed"] / elapsed if elapsed else 0.0)
+             byte_size(stats["bytes"]), stats["listed"] / elapsed if elapsed else 0.0,
+             byte_size(stats["bytes"] / elapsed if elapsed else 0.0))
     run.tally.raise_if_failed(f"the baseline from {document}")
     return checkpoint
 

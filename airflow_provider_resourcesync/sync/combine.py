@@ -62,7 +62,7 @@ def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
         assert checkpoint.shard is not None
         for key in list(destination.keys(shard_location(checkpoint.shard))):
             destination.delete(key)
-    log.info("Combined %s shards of the baseline of %s: the mirror holds %s resources (%s "
+    log.info("Combined %s shards of the baseline of %s : the mirror holds %s resources (%s "
              "dropped from its state); stats %s", len(checkpoints), combined.document, held,
              removed, combined.stats)
     return combined

@@ -33,6 +33,7 @@ from ..protocol.position import changes_after as changes_in_list
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from ..storage.state import MirrorState
+from ..units import counted
 from .baseline import run_baseline
 from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
@@ -113,7 +114,7 @@ def _changes_since(client: ResourceSyncClient, destination: Destination,
                                    "to read changes from")
     document = capabilities[capability]
     if checkpoint.source != capability_list_url:
-        log.warning("The checkpoint is of the Capability List %s; reading %s", checkpoint.source,
+        log.warning("The checkpoint is of the Capability List %s ; reading %s", checkpoint.source,
                     capability_list_url)
     started = time.monotonic()
     log.info("Changes after %s from %s %s into %s", _where(checkpoint.position),
@@ -132,7 +133,7 @@ def _changes_since(client: ResourceSyncClient, destination: Destination,
         state.save(checkpoint=new.to_json())
     log.info("Changes from %s applied in %.1f s, now at %s: %s", document,
              time.monotonic() - started, _where(standing),
-             ", ".join(f"{value} {name}" for name, value in stats.items()))
+             counted(stats))
     run.tally.raise_if_failed(f"the incremental sync from {document}")
     return new
 
@@ -162,7 +163,7 @@ def _where(position: ChangePosition) -> str:
         return "the first change"
     where = position.time.isoformat() if position.time else "an untimed change"
     if position.list_url is not None:
-        where += f" ({position.consumed} entries into {position.list_url})"
+        where += f" ({position.consumed} entries into {position.list_url} )"
     return where
 
 

@@ -59,7 +59,7 @@ def fetched_package(client: ResourceSyncClient, package: Entry, manifest: Docume
             yield None
             return
         for warning in opened.warnings:
-            log.warning("Package %s: %s", package.loc, warning)
+            log.warning("Package %s : %s", package.loc, warning)
         with opened:
             yield opened
 

@@ -16,6 +16,7 @@ from ..errors import (
     UnsafeContentError,
     UnstorableKeyError,
 )
+from ..units import byte_size, counted
 
 __all__ = ["Outcome", "Tally", "fix_for"]
 
@@ -79,15 +80,16 @@ class Tally:
         now = self.clock()
         if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
             self._told = now
-            self.log.info("Progress: %s: %s", self._pace(now), ", ".join(
-                f"{value} {name}" for name, value in self.stats.items()))
+            self.log.info("Progress: %s: %s", self._pace(now), counted(self.stats))
 
     def _pace(self, now: float) -> str:
-        """How far the run is: done (of how many), in how long, at what rate, and what is left."""
+        """How far the run is: done (of how many), in how long, at what rates (resources and
+        bytes), and what is left."""
         elapsed = max(now - self.started, 1e-6)
         rate = self.done / elapsed
         done = f"{self.done} of {self.total}" if self.total else str(self.done)
-        pace = f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s"
+        pace = (f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s, "
+                f"{byte_size(self.stats['bytes'] / elapsed)}/s")
         if self.total and self.total > self.done:
             pace += f", about {(self.total - self.done) / rate:.0f} s left"
         return pace + ")"
@@ -101,7 +103,7 @@ class Tally:
             self.lasting += 1
             if fix is not None and fix not in self.fixes and len(self.fixes) < SHOWN:
                 self.fixes.append(fix)
-        self.log.warning("Failed: %s: %s%s", what, reason, f" (to fix: {fix})" if fix else "")
+        self.log.warning("Failed: %s : %s%s", what, reason, f" (to fix: {fix})" if fix else "")
         if len(self.failures) < SHOWN:
             self.failures.append((what, reason))
 

@@ -62,7 +62,7 @@ class Transfer:
                     return Outcome(entry.loc, "unchanged")
                 return write(entry, key)
         except ResourceSyncError as error:  # the reason without the URL the outcome names
-            return Outcome.failed(entry.loc, str(error).removeprefix(f"{entry.loc}: "), error)
+            return Outcome.failed(entry.loc, str(error).removeprefix(f"{entry.loc} : "), error)
 
     def remove(self, uri: str, *, move_to: str | None = None,
                unless_newer_than: datetime | None = None) -> Outcome:

@@ -94,7 +94,7 @@ class _ChangeListWatchTrigger(BaseTrigger):
             yield TriggerEvent({"status": "error", "message": str(error),
                                 "error": type(error).__name__, "next": next_step(error)})
             return
-        self.log.info("Saw %s in %s: %s", self.waiting_for, self.change_list_url,
+        self.log.info("Saw %s in %s : %s", self.waiting_for, self.change_list_url,
                       polled.result.to_json())
         yield TriggerEvent({"status": "success", **polled.result.to_json()})
 

@@ -53,7 +53,7 @@ def rotate_past(source: ResourceSyncSource) -> None:
 
 
 def offered(source: ResourceSyncSource) -> str:
-    return f"still offers is in {source.server.url(f'{source.prefix}/changelist-3.xml')}, from "
+    return f"still offers is in {source.server.url(f'{source.prefix}/changelist-3.xml')} , from "
 
 
 def test_the_incremental_operator_fails_saying_to_run_a_baseline(

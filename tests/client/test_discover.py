@@ -130,7 +130,7 @@ def test_robots_txt_keeps_the_sitemaps_that_are_resourcesync_documents(
         f"GET {source.source_description_url} -> HTTP 404",
         f"Link header of {start} -> no response to read",
         f"HTML of {start} -> no response to read",
-        f"GET {server.url('/robots.txt')} -> Sitemap: {server.url('/sitemap.xml')}, "
+        f"GET {server.url('/robots.txt')} -> Sitemap: {server.url('/sitemap.xml')} "
         f"{source.resource_list_url}",
         f"GET {server.url('/sitemap.xml')} -> not a ResourceSync document (capability None)",
         f"GET {source.resource_list_url} -> Resource List",
@@ -147,7 +147,7 @@ def test_an_up_link_loop_ends(server: SourceServer, client: ResourceSyncClient) 
     found = discover(client, resource_list)
     assert found.route == "document" and found.source_description is None
     assert [info.url for info in found.capability_lists] == [capability_list]
-    assert found.steps[-1] == f"{capability_list}: up link to {resource_list} loops, stopped"
+    assert found.steps[-1] == f"{capability_list} : up link to {resource_list} loops, stopped"
     assert server.count("/loop/resourcelist.xml") == 1
 
 
@@ -173,7 +173,7 @@ def test_nothing_found_names_every_step_tried(
                   f"GET {server.url(WELL_KNOWN_PATH)} -> HTTP 404",
                   f"GET {server.url('/robots.txt')} -> HTTP 404"):
         assert tried in str(error)
-    assert str(error).startswith(f"{start}: no ResourceSync Source found; tried ")
+    assert str(error).startswith(f"{start} : no ResourceSync Source found; tried ")
     assert f"found from {start}" not in str(error)  # the subject is named once, up front
 
 

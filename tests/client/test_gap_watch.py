@@ -50,5 +50,5 @@ def test_both_plans_fail_at_a_gap_driven_either_way(
         async with AsyncResourceSyncClient(policy, source_urls=[server.base_url]) as client:
             return await adrive(client, plan(rotated.change_list_url, position))
 
-    with pytest.raises(ChangeGapError, match=r"changelist-3\.xml, from "):
+    with pytest.raises(ChangeGapError, match=r"changelist-3\.xml , from "):
         asyncio.run(polled())

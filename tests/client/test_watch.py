@@ -144,7 +144,7 @@ def test_a_change_an_imperfect_list_cannot_prove_old_is_new_to_the_sensor_too() 
 def test_an_empty_index_has_no_changes_and_no_list_to_close() -> None:
     found, _ = by_hand(new_changes(INDEX, ChangePosition()), {INDEX: index()})
     assert found.count == 0
-    with pytest.raises(DocumentError, match=f"{INDEX}: a Change List Index that lists no "):
+    with pytest.raises(DocumentError, match=f"{INDEX} : a Change List Index that lists no "):
         by_hand(change_list_status(INDEX, ChangePosition()), {INDEX: index()})
 
 
@@ -231,9 +231,9 @@ def test_an_index_served_as_a_urlset_is_read_as_an_index() -> None:
 
 @pytest.mark.parametrize(("documents", "message"), [
     ({LIST: Document(replace(CHANGE_HEAD, md=Metadata(capability="resourcelist", at=T0)))},
-     rf"{LIST}: expected a Change List or its index, found a Resource List"),
+     rf"{LIST} : expected a Change List or its index, found a Resource List"),
     ({INDEX: index((PART_1, T0, None)), PART_1: index((PART_2, T0, None))},
-     rf"{PART_1}: an index where a list is expected: indexes do not nest"),
+     rf"{PART_1} : an index where a list is expected: indexes do not nest"),
 ])
 def test_what_is_not_a_change_list_is_refused_naming_it(
         documents: dict[str, Document], message: str) -> None:

@@ -34,12 +34,14 @@ def deployment(tmp_path: Path, mirror: Path) -> Iterator[Deployment]:
     """Airflow's api-server, scheduler, dag-processor and triggerer running in a temporary
     AIRFLOW_HOME on SQLite, every component healthy; every process stopped on teardown. The
     Change List sensor of ``incremental_mirror`` is deferrable (Airflow's ``[operators]
-    default_deferrable``) and looks every second."""
+    default_deferrable``) and looks every second; the watcher of ``incremental_on_change``
+    polls every second."""
     home = tmp_path / "airflow-home"
     home.mkdir()
     running = Deployment(home, {
         "RESOURCESYNC_MIRROR_DIR": str(mirror),
         "RESOURCESYNC_POKE_INTERVAL": "1",
+        "RESOURCESYNC_POLL_INTERVAL": "1",
         "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
     })
     try:

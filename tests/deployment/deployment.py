@@ -180,6 +180,15 @@ class Deployment:
     def unpause(self, dag_id: str) -> None:
         self.api("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
 
+    def pause(self, dag_id: str) -> None:
+        self.api("PATCH", f"/dags/{dag_id}", json={"is_paused": True})
+
+    def reparse(self, dag_id: str) -> None:
+        """Ask the dag-processor to parse the file of ``dag_id`` again now (it records the
+        triggers of an unpaused DAG's asset watchers when it parses the DAG)."""
+        token = self.api("GET", f"/dags/{dag_id}")["file_token"]
+        self.api("PUT", f"/parseDagFile/{token}")
+
     def trigger(self, dag_id: str) -> str:
         """A manual run of ``dag_id`` now; its run id."""
         run = self.api("POST", f"/dags/{dag_id}/dagRuns",

@@ -4,7 +4,9 @@ REST API as a user drives them, against a loopback Source.
 
 ``dag.test()`` runs triggers inline in the test's process; here the Change List sensor defers to
 the triggerer process, which must wake it when the Source changes, and the checkpoint must chain
-from one run to the next through the XCom the deployment stored.
+from one run to the next through the XCom the deployment stored. Then the event-driven example,
+``incremental_on_change``, is unpaused: the triggerer runs its Asset watcher, and a change at the
+Source starts a run with no one triggering it.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource
@@ -20,6 +23,7 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource
 from .deployment import Deployment
 
 INCREMENTAL = "incremental_mirror"
+ON_CHANGE = "incremental_on_change"
 
 
 def test_mirror_then_incremental_runs_woken_by_the_triggerer(
@@ -75,9 +79,46 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
         (INCREMENTAL, "incremental")]
     assert written[-1][1]["position"] == second_checkpoint["position"]
 
+    # the event-driven DAG runs on its own when the Source changes, from the mirror's checkpoint
+    deployment.pause(INCREMENTAL)
+    on_change = _run_on_change(deployment, source, lambda: source.update(
+        "item-03.txt", b"item 3, revised\n"))
+    assert on_change["stats"]["changes"] == 1
+    assert on_change["position"]["consumed"] == second_position["consumed"] + 1
+    assert (mirror / keys.key(source.uri("item-03.txt"))).read_bytes() == b"item 3, revised\n"
+
 
 def _only_run(runs: list[dict[str, Any]]) -> str | None:
     return str(runs[0]["dag_run_id"]) if len(runs) == 1 else None
+
+
+def _run_on_change(deployment: Deployment, source: ResourceSyncSource,
+                   change: Callable[[], object]) -> dict[str, Any]:
+    """Unpause ``incremental_on_change`` and have it parsed again (its watcher's trigger is
+    registered only for an unpaused DAG, when the DAG is parsed); once the trigger in the
+    triggerer has polled the Change List twice (the first poll only records what it says),
+    make ``change`` at the Source and publish it; the run the Asset event starts must succeed.
+    Its sync's checkpoint (its XCom)."""
+    deployment.wait_dag(ON_CHANGE)
+    change_list = urlsplit(source.change_list_url).path
+    source.server.reset_log()
+    deployment.unpause(ON_CHANGE)
+    deployment.reparse(ON_CHANGE)
+    deployment.wait_for(
+        "the triggerer polling the Change List for the Asset watcher (two answers 304)",
+        lambda: True if source.server.count(change_list, status=304) >= 2 else None,
+        timeout=180)
+    assert deployment.runs(ON_CHANGE) == []  # nothing runs it but a change
+    change()
+    source.publish()
+    run_id = deployment.wait_for(f"a run of {ON_CHANGE} started by the Asset event",
+                                 lambda: _only_run(deployment.runs(ON_CHANGE)), timeout=120)
+    assert deployment.api("GET", f"/dags/{ON_CHANGE}/dagRuns/{run_id}")["run_type"] == (
+        "asset_triggered")
+    deployment.wait_run(ON_CHANGE, run_id)
+    assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
+        ON_CHANGE, run_id, "sync")
+    return dict(deployment.xcom(ON_CHANGE, run_id, "sync"))
 
 
 def _woken_by_change(deployment: Deployment, run_id: str, source: ResourceSyncSource,

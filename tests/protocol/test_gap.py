@@ -120,7 +120,7 @@ def test_the_error_names_the_checkpoint_the_first_change_offered_and_the_remedy(
     message = str(raised.value)
     assert "the checkpoint is a snapshot at 2026-01-01T00:15:00Z" in message
     assert ("first change the Change List http://e.com/changelist.xml still offers is in "
-            "http://e.com/changelist-3.xml, from 2026-01-01T00:20:00Z") in message
+            "http://e.com/changelist-3.xml , from 2026-01-01T00:20:00Z") in message
     assert "run a baseline into the mirror (or give on_gap='baseline'" in message
     assert raised.value.rerun_helps is False and "re-run this" not in message
 
@@ -136,6 +136,6 @@ def test_the_error_says_where_in_which_list_the_checkpoint_stands() -> None:
 
 def test_a_very_long_url_is_quoted_shortened() -> None:
     long = ChangeListRef("http://e.com/" + "x" * 500, at(20))
-    with pytest.raises(ChangeGapError, match=r"x\.\.\. \(513 characters\), from") as raised:
+    with pytest.raises(ChangeGapError, match=r"x\.\.\. \(513 characters\) , from") as raised:
         check_no_gap(INDEX, [long], ChangePosition.at(at(15)))
     assert "x" * 200 not in str(raised.value)

@@ -257,7 +257,7 @@ def test_changes_at_one_time_that_fill_more_than_a_part_are_refused(outputs: Out
      for name, hours in (("a", 5), ("b", 6), ("c", 1), ("d", 7))],  # 1.0: times in lastmod
 ], ids=["datetime", "lastmod"])
 def test_changes_out_of_order_are_refused(outputs: Outputs, entries: list[Entry]) -> None:
-    with pytest.raises(InvalidValueError, match=r"^http://example.com/c: 2013-01-03T10:00:00Z "
+    with pytest.raises(InvalidValueError, match=r"^http://example.com/c : 2013-01-03T10:00:00Z "
                        r"is earlier than the previous entry's 2013-01-03T15:00:00Z"):
         write_split(CHANGE_HEAD, entries, url=URL, open_output=outputs, max_entries=2)
     assert URL not in outputs.opened
@@ -265,7 +265,7 @@ def test_changes_out_of_order_are_refused(outputs: Outputs, entries: list[Entry]
 
 def test_changes_outside_the_heads_interval_are_refused(outputs: Outputs) -> None:
     closed = Head(md=Metadata(capability="changelist", from_=T0, until=at(2)), links=(UP,))
-    with pytest.raises(InvalidValueError, match=r"^http://example.com/b: 2013-01-03T12:00:00Z "
+    with pytest.raises(InvalidValueError, match=r"^http://example.com/b : 2013-01-03T12:00:00Z "
                        r"is after the document's until 2013-01-03T11:00:00Z"):
         write_split(closed, [change("a", 1), change("b", 3)], url=URL, open_output=outputs,
                     max_entries=1)
@@ -313,9 +313,9 @@ def test_change_dump_parts_never_end_inside_a_package(outputs: Outputs) -> None:
     assert [(d.head.md.from_, d.head.md.until) for d in parts if d.head.md] == [
         (at(0), at(3)), (at(3), None)]
     assert_seamless(outputs, urls)
-    with pytest.raises(InvalidValueError, match=r"p2.zip: .* is earlier than"):
+    with pytest.raises(InvalidValueError, match=r"p2.zip : .* is earlier than"):
         write_split(CHANGE_DUMP_HEAD, packages[::-1], url=URL, open_output=outputs)
     closed = Head(md=Metadata(capability="changedump", from_=T0, until=at(3)), links=(UP,))
-    with pytest.raises(InvalidValueError, match=r"p3.zip: 2013-01-03T13:00:00Z is after the "
+    with pytest.raises(InvalidValueError, match=r"p3.zip : 2013-01-03T13:00:00Z is after the "
                        "document's until"):
         write_split(closed, packages, url=URL, open_output=outputs, max_entries=2)

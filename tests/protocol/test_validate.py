@@ -101,7 +101,7 @@ def test_complete_examples_have_no_findings_at_all(name: str) -> None:
 def test_finding_reads_as_one_line() -> None:
     finding = Finding(ERROR, "12.1", "entries are not in forward chronological order", 14,
                       "http://example.com/res1")
-    assert str(finding) == ("error [12.1] line 14 http://example.com/res1: "
+    assert str(finding) == ("error [12.1] line 14 http://example.com/res1 : "
                             "entries are not in forward chronological order")
     assert str(Finding(WARNING, "Appendix A", "x")) == "warning [Appendix A]: x"
 
@@ -414,7 +414,7 @@ def test_change_list_index_only_the_last_child_is_open() -> None:
                      interval("2013-01-04T00:00:00Z", None, "http://b"),
                      root="sitemapindex")
     [finding] = only(findings, ERROR, "12.2", "only the last may be open")
-    assert finding.loc == "http://a" and "next: http://b" in finding.message
+    assert finding.loc == "http://a" and "the next is http://b" in finding.message
 
 
 def test_change_list_index_child_until_not_before_from() -> None:

@@ -169,7 +169,7 @@ def test_foreign_elements_built_in_code_are_normalized_once() -> None:
     "<a/></url><url><b/>", "<a/></w><w><b/>",
 ])
 def test_foreign_elements_that_would_not_read_back_are_refused(extra: str) -> None:
-    with pytest.raises(InvalidValueError, match=r"^the entry for http://e/r: foreign element"):
+    with pytest.raises(InvalidValueError, match=r"^the entry for http://e/r : foreign element"):
         document_bytes(Document(Head(), [Entry("http://e/r", extra=(extra,))]))
 
 
@@ -290,7 +290,7 @@ def test_values_that_would_not_read_back_are_refused(entry: Entry) -> None:
     (Entry("http://e/r", extra=("<a>",)), "foreign element '<a>' is not well-formed"),
 ])
 def test_errors_name_the_entry(entry: Entry, problem: str) -> None:
-    with pytest.raises(InvalidValueError, match=f"^the entry for http://e/r: {problem}"):
+    with pytest.raises(InvalidValueError, match=f"^the entry for http://e/r : {problem}"):
         DocumentWriter(io.BytesIO(), Head()).write(entry)
 
 
@@ -323,7 +323,7 @@ def test_change_documents_refuse_changes_out_of_order(capability: str,
     for entry in entries[:-1]:
         writer.write(entry)
     before = stream.getvalue()
-    with pytest.raises(InvalidValueError, match=r"^http://e/b: 2013-01-03T10:00:00Z is earlier "
+    with pytest.raises(InvalidValueError, match=r"^http://e/b : 2013-01-03T10:00:00Z is earlier "
                        r"than the previous entry's 2013-01-03T11:00:00Z"):
         writer.write(entries[-1])
     assert stream.getvalue() == before and writer.entries == len(entries) - 1
@@ -337,7 +337,7 @@ def test_indexes_of_changes_refuse_children_out_of_order(capability: str) -> Non
                                                md=Metadata(capability=capability, from_=T0)))
     writer.write(Entry("http://e/2.xml", md=Metadata(from_=at(2))))
     writer.write(Entry("http://e/undated.xml"))
-    with pytest.raises(InvalidValueError, match=r"^http://e/1.xml: .* is earlier than the "
+    with pytest.raises(InvalidValueError, match=r"^http://e/1.xml : .* is earlier than the "
                        r"previous entry's 2013-01-03T11:00:00Z; .* \(section 1(2\.2|3\.1)\)$"):
         writer.write(Entry("http://e/1.xml", md=Metadata(from_=at(1))))
 

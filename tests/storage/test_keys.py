@@ -166,7 +166,7 @@ def test_a_uri_with_user_information_is_refused(uri: str) -> None:
             refuse(uri)
         assert raised.value.rule == "no credentials in resource URIs"
         assert not raised.value.rerun_helps
-        assert str(raised.value).startswith(f"{uri}: it holds user information")
+        assert str(raised.value).startswith(f"{uri} : it holds user information")
 
 
 @pytest.mark.parametrize("uri", ["http://a b/x", "http://h\tx/", "http://h\x00/", "http://h\\x/",
@@ -183,7 +183,7 @@ def test_a_very_long_refused_uri_is_shown_cut() -> None:
     with pytest.raises(UnsafeContentError) as raised:
         normalized(uri)
     assert len(str(raised.value)) < 300
-    assert str(raised.value).startswith(f"{uri[:100]}... (4408 characters): it is not")
+    assert str(raised.value).startswith(f"{uri[:100]}... (4408 characters) : it is not")
 
 
 @pytest.mark.parametrize("prefix", ["ftp://h/", "https://user@h/", "https://h:x/"])

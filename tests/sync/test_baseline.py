@@ -272,7 +272,7 @@ def test_a_change_dump_package_in_a_resource_dump_is_refused(
         Entry(server.url("/dataset1/changedump-1.zip"), md=described(changes))])
     server.put("/dataset1/resourcedump.xml", document_bytes(dump), "application/xml")
 
-    refused = r"changedump-1\.zip: package refused, nothing of it written: .* in a Resource Dump"
+    refused = r"changedump-1\.zip : package refused, nothing of it written: .* in a Resource Dump"
     with pytest.raises(SyncIncompleteError, match=refused):
         baseline(client, local, source)
     assert held(local) == {}  # 11.1: a Resource Dump's packages hold Resource Dump Manifests

@@ -71,7 +71,7 @@ def test_a_resource_dump_naming_a_metadata_address_is_refused_whole(
         baseline(client, destination, source, method="resourcedump")
 
     message = str(raised.value)
-    assert "hostile.zip: package refused, nothing of it written" in message
+    assert "hostile.zip : package refused, nothing of it written" in message
     # Issue 12, item 9: running again cannot help; the message says what to change instead.
     assert not raised.value.rerun_helps and raised.value.lasting == 1
     assert "re-run" not in message and "add it to the connection's allowed hosts" in message
@@ -103,7 +103,7 @@ def test_a_change_dump_cannot_delete_or_overwrite_another_origins_object(
         (Entry(OTHER, md=Metadata(change=Change.DELETED, datetime=changed)), None)]),
         from_=since, until=since + timedelta(hours=1))
 
-    with pytest.raises(SyncIncompleteError, match=r"hostile\.zip: package refused, nothing of "
+    with pytest.raises(SyncIncompleteError, match=r"hostile\.zip : package refused, nothing of "
                                                   r"it written: .*other\.example\.org"):
         incremental(client, destination, source, start, method="changedump")
 

@@ -62,7 +62,7 @@ def test_a_baseline_older_than_every_list_offered_fails_naming_it_and_touches_no
 
     message = str(raised.value)
     assert f"the checkpoint is a snapshot at {format_datetime(start.position.time)}" in message
-    assert (f"still offers is in {list_url(source, 3)}, from {format_datetime(opened)}"
+    assert (f"still offers is in {list_url(source, 3)} , from {format_datetime(opened)}"
             in message)
     assert "run a baseline into the mirror (or give on_gap='baseline'" in message
     assert not raised.value.rerun_helps
@@ -104,7 +104,7 @@ def test_a_list_not_read_to_its_end_then_rotated_away_is_a_gap(
         incremental(client, destination, source, first)
     assert (f"stands 1 entries into {source.change_list_url}" in str(raised.value)
             and "a list no longer offered and not read to its end" in str(raised.value))
-    assert f"is in {list_url(source, 2)}, from " in str(raised.value)
+    assert f"is in {list_url(source, 2)} , from " in str(raised.value)
 
 
 def test_a_closed_list_read_whole_then_rotated_away_is_no_gap(

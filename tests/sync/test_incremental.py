@@ -187,7 +187,7 @@ def test_a_corrupt_change_dump_package_writes_nothing_and_the_rerun_applies_it(
     package = f"{source.prefix}/changedump-1.zip"
     server.corrupt(package, times=10)
 
-    with pytest.raises(SyncIncompleteError, match=r"changedump-1\.zip: package refused, "
+    with pytest.raises(SyncIncompleteError, match=r"changedump-1\.zip : package refused, "
                                                   r"nothing of it written"):
         incremental(fragile, local, source, start, method="changedump")
 

@@ -31,8 +31,8 @@ def test_a_slow_run_says_how_far_it_is_at_least_every_30_seconds(
             clock.now += 2.0
             tally.count(Outcome("http://example.org/r", "fetched", length=10))
     assert _progress(caplog) == [
-        "Progress: 15 of 100 resources done in 30 s (0.5/s, about 170 s left): 0 listed, "
-        "15 fetched, 0 unchanged, 0 removed, 0 failed, 150 bytes"]
+        "Progress: 15 of 100 resources done in 30 s (0.5/s, 5 B/s, about 170 s left): 0 listed, "
+        "15 fetched, 0 unchanged, 0 removed, 0 failed, 150 B"]
 
 
 def test_a_fast_run_logs_every_thousand_without_a_total(caplog: pytest.LogCaptureFixture) -> None:
@@ -44,4 +44,17 @@ def test_a_fast_run_logs_every_thousand_without_a_total(caplog: pytest.LogCaptur
             tally.count(Outcome("http://example.org/r", "unchanged"))
     lines = _progress(caplog)
     assert len(lines) == 2
-    assert lines[0].startswith("Progress: 1000 resources done in 1 s (1000.0/s): ")
+    assert lines[0].startswith("Progress: 1000 resources done in 1 s (1000.0/s, 0 B/s): ")
+
+
+def test_progress_shows_bytes_and_their_rate_in_binary_units(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock = _Clock()
+    tally = Tally(logging.getLogger("test.tally"), total=2000, clock=clock)
+    with caplog.at_level(logging.INFO, logger="test.tally"):
+        for _ in range(1000):  # 16,384 bytes every 10 ms
+            clock.now += 0.01
+            tally.count(Outcome("http://example.org/r", "fetched", length=16_384))
+    assert _progress(caplog) == [
+        "Progress: 1000 of 2000 resources done in 10 s (100.0/s, 1.6 MiB/s, about 10 s left): "
+        "0 listed, 1000 fetched, 0 unchanged, 0 removed, 0 failed, 15.6 MiB"]

@@ -106,7 +106,7 @@ class Snapshot:
         """The key of a part the index lists, by its name (the base URL may have changed)."""
         name = name_of(entry.loc)
         if not _PART_NAME.fullmatch(name):
-            raise DocumentError(f"the index lists {entry.loc}, not a part of the mirror's "
+            raise DocumentError(f"the index lists {entry.loc} , not a part of the mirror's "
                                 "Resource List", url=url, line=entry.line, section="10.2")
         return self._documents.location + name
 

@@ -191,7 +191,7 @@ def test_an_unreadable_index_says_what_fixes_it(local: LocalDestination,
 
     with pytest.raises(DocumentError) as caught:
         ShardIndex.open(local, PREFIX).lookup([uri(n) for n in range(1_000)])
-    assert str(caught.value).startswith(local.object_url(key) + ": ")
+    assert str(caught.value).startswith(local.object_url(key) + " : ")
     assert "rebuilding it from the collection's documents" in str(caught.value)
     assert not caught.value.rerun_helps
 

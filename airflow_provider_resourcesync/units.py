@@ -1,0 +1,29 @@
+"""Amounts as a person reads them in a log line: bytes in binary units, and the counts of a
+run with its bytes so shown."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["byte_size", "counted"]
+
+_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def byte_size(amount: float) -> str:
+    """``amount`` bytes as ``512 B``, ``15.6 MiB``, ``1.2 GiB``: the largest binary unit it
+    holds one of, to one decimal; a rate is ``f"{byte_size(amount / seconds)}/s"``."""
+    if amount < 1024:
+        return f"{amount:.0f} B"
+    for unit in _UNITS:
+        amount /= 1024
+        if round(amount, 1) < 1024 or unit == _UNITS[-1]:
+            break
+    return f"{amount:.1f} {unit}"
+
+
+def counted(stats: Mapping[str, int]) -> str:
+    """A run's counts, ``12 fetched, 0 failed, 15.6 MiB``: each count and its name, the one
+    named ``bytes`` as a :func:`byte_size`."""
+    return ", ".join(byte_size(value) if name == "bytes" else f"{value} {name}"
+                     for name, value in stats.items())
