@@ -38,7 +38,7 @@ from ..storage.source.journal import stamp_at
 from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned", "cut",
-           "write_packages"]
+           "fits_a_package", "write_packages"]
 
 _ZIP = "application/zip"
 _XML = "application/xml"
@@ -129,12 +129,8 @@ def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: dat
             raise InvalidValueError(f"{change.uri} : change time {change.when.isoformat()} is "
                                     f"not after {before.isoformat()} and at most "
                                     f"{end.isoformat()}: the plan must date changes apart")
-        if change.size > DEFAULT_LIMITS.max_member_size:
-            raise PublishError(
-                f"{change.uri} : {change.size:,} bytes, more than a package member may hold "
-                f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
-                "accept): publish the Change List only, without Change Dumps, or leave the "
-                "object out of the published prefix")
+        fits_a_package(change.uri, change.size, "publish the Change List only, without Change "
+                       "Dumps")
         if window.changes and (len(window.changes) >= size.entries
                                or held + change.size > size.bytes):
             yield Window(window.start, before, window.changes)
@@ -143,6 +139,16 @@ def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: dat
         held += change.size
     if window.changes:
         yield window
+
+
+def fits_a_package(uri: str, size: int, instead: str) -> None:
+    """:raises PublishError: an object of ``size`` bytes is more than a package member may hold
+    (``instead``: what to do then, besides leaving it out of the published prefix)."""
+    if size > DEFAULT_LIMITS.max_member_size:
+        raise PublishError(
+            f"{uri} : {size:,} bytes, more than a package member may hold "
+            f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
+            f"accept): {instead}, or leave the object out of the published prefix")
 
 
 def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Destination,

@@ -24,7 +24,7 @@ from datetime import datetime
 from ..errors import PublishError
 from ..protocol.hashes import DigestingWriter
 from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
-from ..protocol.package import DEFAULT_LIMITS, PackageWriter
+from ..protocol.package import PackageWriter
 from ..protocol.reader import DocumentReader
 from ..protocol.writer import document_bytes
 from ..storage.base import Destination, ObjectInfo
@@ -32,9 +32,10 @@ from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.documents import CAPABILITY_LIST, XML
 from ..storage.source.journal import stamp_at
 from ..storage.source.writer import SourceWriter
+from ..units import byte_size
 from .bucket import Bucket
 from .inventory.objects import InventoryObject
-from .packages import PackageSize
+from .packages import PackageSize, fits_a_package
 
 __all__ = ["RESOURCE_DUMP", "dumped_at", "remove_resource_dump", "write_resource_dump"]
 
@@ -106,7 +107,7 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
             type=_ZIP, length=digester.length, hash=digester.hashes(), at=at), links=(
                 Link(rel="contents", href=writer.url(copy_key), type=XML),)))
         log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
-            f"{digester.length:,} bytes, {writer.url(zip_key)}")
+            f"{byte_size(digester.length)}, {writer.url(zip_key)}")
     destination.write_bytes(writer.key(RESOURCE_DUMP), document_bytes(Document(
         Head(md=Metadata(capability="resourcedump", at=at),
              links=(Link(rel="up", href=capability_list),)), listed)), XML)
@@ -143,12 +144,7 @@ def _groups(held: Iterable[tuple[InventoryObject, Entry]], size: PackageSize
     group: list[tuple[InventoryObject, Entry]] = []
     bytes_ = 0
     for item, entry in held:
-        if item.size > DEFAULT_LIMITS.max_member_size:
-            raise PublishError(
-                f"{entry.loc}: {item.size:,} bytes, more than a package member may hold "
-                f"({DEFAULT_LIMITS.max_member_size:,} bytes, what Destinations reading packages "
-                "accept): publish without resource_dump, or leave the object out of the "
-                "published prefix")
+        fits_a_package(entry.loc, item.size, "publish without resource_dump")
         if group and (len(group) >= size.entries or bytes_ + item.size > size.bytes):
             yield group
             group, bytes_ = [], 0

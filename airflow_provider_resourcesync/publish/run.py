@@ -39,6 +39,7 @@ from ..storage.source.documents import CAPABILITY_LIST, CHECKPOINT, base_url
 from ..storage.source.held import Held
 from ..storage.source.journal import stamp_at
 from ..storage.source.writer import SourceWriter
+from ..units import byte_size
 from .bucket import Bucket
 from .diff import Change as Diffed
 from .diff import changes
@@ -245,7 +246,7 @@ def _packaged(publication: Publication, writer: SourceWriter, start: datetime, p
         tally.packages += 1
         tally.bytes += length
         listed.append(package.entry)
-        log(f"package {tally.packages}: {len(package.manifest):,} changes, {length:,} bytes, "
+        log(f"package {tally.packages}: {len(package.manifest):,} changes, {byte_size(length)}, "
             f"{package.entry.loc}")
     if listed:
         dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
