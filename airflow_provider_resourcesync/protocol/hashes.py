@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import string
+import threading
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -25,6 +28,11 @@ HASH_ALGORITHMS: dict[str, str] = {
 _CONSTRUCTORS = {name: getattr(hashlib, module) for name, module in HASH_ALGORITHMS.items()}
 #: What a :class:`Digester` computes unless told otherwise.
 DEFAULT_ALGORITHMS = ("md5", "sha-1", "sha-256")
+#: Past this many bytes of one stream, a :class:`Digester` computes its digests on helper
+#: threads while the caller goes on, a batch of ``BATCH`` bytes at a time (see
+#: :class:`Digester`).
+OVERLAP_AFTER = 1 << 20
+BATCH = 1 << 20
 
 _HEX = frozenset(string.hexdigits)
 
@@ -100,6 +108,18 @@ class Hashes:
 class Digester:
     """Computes digests and length of a byte stream as it passes by.
 
+    Past its first :data:`OVERLAP_AFTER` bytes, a stream's chunks (``bytes``) are gathered into
+    batches of :data:`BATCH` bytes, and each batch is digested on helper threads, one per
+    algorithm, while the caller receives and writes the next: hashlib lets go of the
+    interpreter's lock while it digests, so a large resource's digests, its download and its
+    write use every core (md5 and sha-256 of a chunk cost about three times its receiving and
+    writing). One batch is digested while the next gathers, so a stream holds at most two, and
+    every digest read waits for the last. Batches, not chunks, so that the hand-overs between
+    threads, which on a busy machine cost a wait for a core each, are few. A smaller stream is
+    digested on the caller's thread; so is a large one while one stream per two cores is
+    already being digested on helpers (many large streams at once keep the cores busy by
+    themselves, and handing theirs over would only add work).
+
     :param algorithms: spec algorithm tokens to compute; defaults to md5, sha-1 and sha-256.
     """
 
@@ -107,6 +127,10 @@ class Digester:
         self._hashers = {
             name: _CONSTRUCTORS[name]() for name in algorithms if name in _CONSTRUCTORS}
         self.length = 0
+        self._pending: list[Future[None]] = []  # the batch being digested, per algorithm
+        self._batch: list[bytes] = []  # the one gathering
+        self._batched = 0
+        self._overlapping: bool | None = None  # None: not decided yet (below OVERLAP_AFTER)
 
     @classmethod
     def for_expected(cls, expected: Hashes | None) -> Digester:
@@ -115,14 +139,56 @@ class Digester:
 
     def update(self, chunk: bytes) -> None:
         self.length += len(chunk)
+        if self._overlapping is None and self.length > OVERLAP_AFTER:
+            self._overlapping = _streams.acquire(blocking=False)
+        if self._overlapping and type(chunk) is bytes:  # a caller may refill its own buffer
+            self._batch.append(chunk)
+            self._batched += len(chunk)
+            if self._batched >= BATCH:
+                self._hand_over()
+            return
+        self._settle()
         for hasher in self._hashers.values():
             hasher.update(chunk)
 
+    def _hand_over(self) -> None:
+        """Digest the gathered batch on the helpers, once the one before it is done."""
+        batch, self._batch, self._batched = self._batch, [], 0
+        self._wait()
+        helpers = _helpers()
+        self._pending = [helpers.submit(_digest, hasher, batch)
+                         for hasher in self._hashers.values()]
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.result()
+
+    def _settle(self) -> None:
+        """Digest whatever was handed to the helpers or gathered for them."""
+        if self._batch:
+            self._hand_over()
+        self._wait()
+
+    def _done(self) -> None:
+        """The digests are read: every chunk digested, and the helpers free for another
+        stream (later chunks, if any, are digested on the caller's thread)."""
+        self._settle()
+        if self._overlapping:
+            self._overlapping = False
+            _streams.release()
+
+    def __del__(self) -> None:  # a stream abandoned half-way (a failed try) frees its helpers
+        if self._overlapping:
+            _streams.release()
+
     def hexdigest(self, algorithm: str) -> str:
+        self._done()
         return self._hashers[algorithm].hexdigest()
 
     def hashes(self) -> Hashes:
         """The computed digests, in the order they were asked for."""
+        self._done()
         return Hashes(tuple(HashValue(name, h.hexdigest()) for name, h in self._hashers.items()))
 
     def verify(self, url: str, *, hashes: Hashes | None = None, length: int | None = None
@@ -135,6 +201,7 @@ class Digester:
 
         :raises ContentMismatchError: naming the URL, the expected and the actual value.
         """
+        self._done()
         checked = length is not None
         if length is not None and length != self.length:
             raise ContentMismatchError(
@@ -151,6 +218,38 @@ class Digester:
                     actual=hasher.hexdigest(),
                 )
         return checked
+
+
+def _digest(hasher: Any, batch: list[bytes]) -> None:
+    for chunk in batch:
+        hasher.update(chunk)
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+#: Streams digested on the helpers at once: one per two cores.
+_streams = threading.Semaphore(max(1, (os.cpu_count() or 1) // 2))
+
+
+def _helpers() -> ThreadPoolExecutor:
+    """The threads large chunks are digested on, one per core (at least two), shared by every
+    digester of the process and started on first use."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max(2, os.cpu_count() or 1),
+                                       thread_name_prefix="resourcesync-digest")
+        return _pool
+
+
+def _forget_helpers() -> None:
+    """In a forked child: the parent's threads are not there, so start anew."""
+    global _pool, _pool_lock, _streams
+    _pool, _pool_lock = None, threading.Lock()
+    _streams = threading.Semaphore(max(1, (os.cpu_count() or 1) // 2))
+
+
+os.register_at_fork(after_in_child=_forget_helpers)
 
 
 class DigestingWriter(io.RawIOBase):

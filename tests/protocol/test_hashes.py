@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import io
+import multiprocessing
+import random
+import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
 
 import pytest
 
 from airflow_provider_resourcesync.errors import ContentMismatchError
 from airflow_provider_resourcesync.protocol.hashes import (
+    OVERLAP_AFTER,
     Digester,
     DigestingWriter,
     Hashes,
@@ -116,3 +122,93 @@ def test_a_digesting_writer_passes_every_byte_on_and_digests_it() -> None:
     assert target.getvalue() == b"first second third"
     assert writer.digester.length == len(b"first second third")
     assert writer.digester.hexdigest("sha-256") == hashlib.sha256(b"first second third").hexdigest()
+
+
+# -- large streams: digests on helper threads, overlapping the caller's work -----------------------
+
+
+def _helper_cpu_ticks() -> int:
+    """CPU time (clock ticks) the digest helper threads have used so far."""
+    ticks = 0
+    for thread in threading.enumerate():
+        if thread.name.startswith("resourcesync-digest") and thread.native_id is not None:
+            try:
+                stat = Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+            except FileNotFoundError:  # the thread ended
+                continue
+            fields = stat.rpartition(")")[2].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks
+
+
+def _digested_on_helpers(megabytes: int) -> bool:
+    """Whether a stream of ``megabytes`` MiB in 64 KiB chunks was digested (rightly) on the
+    helper threads rather than the caller's."""
+    block = random.Random(5).randbytes(64 * 1024)
+    chunks = [bytes([number % 256]) + block[1:] for number in range(16 * megabytes)]
+    before = _helper_cpu_ticks()
+    digester = Digester(("md5", "sha-256"))
+    md5, sha256 = hashlib.md5(), hashlib.sha256()
+    for chunk in chunks:
+        digester.update(chunk)
+        md5.update(chunk)
+        sha256.update(chunk)
+    assert digester.length == len(chunks) * len(block)
+    assert digester.hexdigest("md5") == md5.hexdigest()
+    assert digester.hexdigest("sha-256") == sha256.hexdigest()
+    return _helper_cpu_ticks() > before
+
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
+
+
+@needs_proc
+def test_a_large_stream_is_digested_on_helper_threads() -> None:
+    """Past OVERLAP_AFTER the digests leave the caller's thread, so a large resource's
+    receiving and writing overlap its hashing on another core."""
+    assert _digested_on_helpers(128)
+
+
+@needs_proc
+def test_a_stream_abandoned_half_way_frees_the_helpers() -> None:
+    """A failed try drops its digester mid-stream; the next large stream still gets the
+    helpers."""
+    for _ in range(4):
+        Digester(("md5",)).update(bytes(3 * OVERLAP_AFTER))
+    assert _digested_on_helpers(64)
+
+
+def test_a_reused_buffer_is_digested_as_it_was_when_passed() -> None:
+    """A caller may refill its buffer as soon as update returns (shutil's copy loops do)."""
+    digester = Digester(("md5",))
+    expected = hashlib.md5()
+    buffer = bytearray(256 * 1024)
+    for number in range(3 * OVERLAP_AFTER // len(buffer)):
+        buffer[:] = bytes([number % 256]) * len(buffer)
+        digester.update(buffer)
+        expected.update(buffer)
+    assert digester.hexdigest("md5") == expected.hexdigest()
+
+
+def _digest_in_child(pipe: Connection) -> None:
+    digester = Digester(("sha-256",))
+    for _ in range(4):
+        digester.update(bytes(OVERLAP_AFTER))
+    pipe.send(digester.hexdigest("sha-256"))
+
+
+def test_a_forked_child_digests_large_streams() -> None:
+    """A child forked after the helpers started (the parent's threads are not in it) starts
+    its own instead of waiting for ever."""
+    Digester(("md5",)).update(bytes(2 * OVERLAP_AFTER))  # the helpers run in this process
+    ours, theirs = multiprocessing.Pipe()
+    child = multiprocessing.get_context("fork").Process(target=_digest_in_child, args=(theirs,))
+    child.start()
+    try:
+        assert ours.poll(60), "the child did not finish digesting"
+        assert ours.recv() == hashlib.sha256(bytes(4 * OVERLAP_AFTER)).hexdigest()
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+            child.join()
