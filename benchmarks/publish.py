@@ -10,9 +10,11 @@
     and keeps the new record as it goes; and with ``--ten-million``, 10,000,000 objects (one
     round; the memory must stay flat).
 (b) 10,000 changed objects of 4 KB, packaged from a local directory into Change Dump packages
-    (``publish.packages``: read pinned, hashed, zipped, staged, manifest copied) against a bare
-    ``zipfile`` loop writing the same files into one ZIP; contestants alternate, each keeps its
-    best rate. Bar: ours >= 0.5 x the bare loop.
+    (``publish.packages``: read pinned, hashed (MD5 per bitstream, and of the package),
+    zipped, staged, manifest copied) against a bare ``zipfile`` loop writing the same files,
+    read from disk, into one ZIP. Both store the files (``ZIP_STORED``: ours stores every
+    bitstream and deflates only its manifest); contestants alternate, each keeps its best
+    rate. Bar: ours >= 0.5 x the bare loop.
 (c) On moto's S3 server, the requests of each step, counted by operation: a listing of N
     objects costs ceil(N / 1,000) ListObjectsV2 requests; a run with C changed objects one
     GetObject each and nothing read twice; each package its PUT (or its multipart parts).
@@ -226,12 +228,12 @@ def ours(root: Path, planned: list[Planned], out: Path) -> None:
                               LocalBucket(root), destination, "packages/",
                               destination.object_url, "https://example.org/capabilitylist.xml",
                               ("md5",))
-    assert sum(len(package.manifest) for package in packages) == OBJECTS
+    assert sum(len(package.manifest) for package in packages) == len(planned)
 
 
 def bare(root: Path, planned: list[Planned], out: Path) -> None:
     out.mkdir(parents=True)
-    with zipfile.ZipFile(out / "all.zip", "w") as archive:
+    with zipfile.ZipFile(out / "all.zip", "w", zipfile.ZIP_STORED) as archive:
         for change in planned:
             archive.write(root / change.key, change.key)
 

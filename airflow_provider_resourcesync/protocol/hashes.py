@@ -189,7 +189,7 @@ class Digester:
     def hashes(self) -> Hashes:
         """The computed digests, in the order they were asked for."""
         self._done()
-        return Hashes(tuple(HashValue(name, h.hexdigest()) for name, h in self._hashers.items()))
+        return Hashes(tuple([HashValue(name, h.hexdigest()) for name, h in self._hashers.items()]))
 
     def verify(self, url: str, *, hashes: Hashes | None = None, length: int | None = None
                ) -> bool:

@@ -18,8 +18,9 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache, partial
+from operator import attrgetter
 from typing import IO, Any
 from urllib.parse import unquote, urlsplit
 
@@ -68,7 +69,15 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest ZIP time: packages are repro
 _UNIX = 3  # "version made by" host system, so that readers take external_attr as a mode
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 _MAX_SEGMENT = 100
+# An http(s) URL with no user, query or fragment (urlsplit's host and path are its groups)
+# whose path segments _segment keeps as they are: none empty, none starting with a dot.
+_PLAIN_URL = re.compile(
+    f"https?://([A-Za-z0-9.-]+(?::[0-9]*)?)((?:/[A-Za-z0-9._-]{{1,{_MAX_SEGMENT}}})+)")
 _MEMBER_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError)
+_WITH_BITSTREAMS = frozenset({Change.CREATED, Change.UPDATED})  # as written: str's equality
+# Every field's value, in the order the constructor takes them: a copy's arguments.
+_METADATA_VALUES = attrgetter(*(item.name for item in fields(Metadata)))
+_ENTRY_VALUES = attrgetter(*(item.name for item in fields(Entry)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,12 +425,13 @@ class PackageWriter(FinishedOnSuccess):
         self._check_open()
         md = entry.md or Metadata()
         if (self.kind is DocumentKind.CHANGE_DUMP_MANIFEST
-                and entry.change not in (Change.CREATED, Change.UPDATED)):
+                and md.change not in _WITH_BITSTREAMS):
             raise DocumentError(
                 f"{entry.loc} : a change with a bitstream is 'created' or 'updated', not "
                 f"{md.change!r} (add deletes with add_deleted)", section="13.2",
             )
-        parts = self._checked_parts(entry)
+        template = self._serializer.entry_template(entry)
+        self._require_order(entry)
         path = self._claim(_path_for(self._prefix, entry.loc))
         info = _zip_info(path[1:], zipfile.ZIP_STORED)
         info.file_size = md.length or 0  # a hint: ZIP64 is used where it may be needed
@@ -431,10 +441,12 @@ class PackageWriter(FinishedOnSuccess):
                 digester.update(chunk)
                 member.write(chunk)
         digester.verify(entry.loc, hashes=md.hash, length=md.length)
-        recorded = replace(
-            entry, md=replace(md, path=path, hash=digester.hashes(), length=digester.length))
-        assert recorded.md is not None
-        self._record(recorded, self._serializer.with_md(parts, recorded.md))
+        hashes = digester.hashes()
+        described = Metadata(*_METADATA_VALUES(md))  # dataclasses.replace costs 4x as much
+        described.path, described.hash, described.length = path, hashes, digester.length
+        recorded = Entry(*_ENTRY_VALUES(entry))
+        recorded.md = described
+        self._record(recorded, self._serializer.filled(template, hashes, digester.length, path))
         return recorded
 
     def add_deleted(self, entry: Entry) -> Entry:
@@ -449,7 +461,9 @@ class PackageWriter(FinishedOnSuccess):
                 section="13.2",
             )
         recorded = replace(entry, md=replace(entry.md, path=None))
-        self._record(recorded, "".join(self._checked_parts(recorded)).encode())
+        line = self._serializer.entry(recorded)
+        self._require_order(recorded)
+        self._record(recorded, line)
         return recorded
 
     @property
@@ -478,13 +492,10 @@ class PackageWriter(FinishedOnSuccess):
         if self._closed:
             raise DocumentError("the package is already closed")
 
-    def _checked_parts(self, entry: Entry) -> tuple[str, str, str]:
-        """Refuse, before anything of it is written, an entry the manifest could not list;
-        the entry as the manifest lists it, in parts (see ``Serializer.entry_parts``)."""
-        parts = self._serializer.entry_parts(entry)
+    def _require_order(self, entry: Entry) -> None:
+        """Refuse, before anything of it is written, a change out of order (13.2)."""
         if self._order is not None:
             self._order.require(entry)
-        return parts
 
     def _record(self, entry: Entry, line: bytes) -> None:
         self._lines.append(line)
@@ -507,12 +518,21 @@ class PackageWriter(FinishedOnSuccess):
 
 def _path_for(prefix: str, loc: str) -> str:
     """``<prefix>/<host>/<url path>`` in safe characters, with no empty, ``.`` or ``..`` segment."""
+    plain = _PLAIN_URL.fullmatch(loc)
+    if plain is not None and "/." not in plain[2]:  # what urlsplit finds, each segment kept
+        return f"{prefix}/{_host_segment(plain[1])}{plain[2]}"
     parts = urlsplit(loc)
     host = parts.netloc.rpartition("@")[2].lower()
     segments = [_segment(s) for s in parts.path.split("/") if s]
     if not segments or parts.path.endswith("/"):
         segments.append("index")
     return "/".join([prefix, _segment(host), *segments])
+
+
+@lru_cache(maxsize=64)
+def _host_segment(host: str) -> str:
+    """The segment of a host (and port): a package's URLs mostly share one."""
+    return _segment(host.lower())
 
 
 def _segment(text: str) -> str:
@@ -528,13 +548,13 @@ def _zip_info(name: str, compress_type: int) -> zipfile.ZipInfo:
     return info
 
 
-def _chunks(data: bytes | Iterable[bytes] | IO[bytes]) -> Iterator[bytes]:
-    if isinstance(data, bytes | bytearray | memoryview):
-        yield bytes(data)
-        return
+def _chunks(data: bytes | Iterable[bytes] | IO[bytes]) -> Iterable[bytes]:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return (bytes(data),)
     read = getattr(data, "read", None)
-    if read is None:
-        yield from data
-        return
+    return data if read is None else _read_chunks(read)
+
+
+def _read_chunks(read: Callable[[int], bytes]) -> Iterator[bytes]:
     while chunk := read(_CHUNK):
         yield chunk

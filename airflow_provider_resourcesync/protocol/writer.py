@@ -22,7 +22,8 @@ import io
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import IO, Any
+from operator import attrgetter
+from typing import IO, Any, NamedTuple
 
 from lxml import etree
 
@@ -89,13 +90,6 @@ def _attribute(value: str, what: str) -> str:
     return _escape(value, _ATTRIBUTE_UNSAFE, _ATTRIBUTE_ESCAPES, what)
 
 
-def _lastmod(value: datetime) -> str:
-    try:
-        return format_datetime(value)
-    except InvalidValueError as exc:
-        raise InvalidValueError(f"<lastmod>: {exc}") from None
-
-
 def _integer(value: int) -> str:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidValueError(f"{value!r} is not an integer")
@@ -112,8 +106,29 @@ def _hashes(value: Hashes) -> str:
 
 
 _Format = Callable[[Any], str]
-# (attribute, field, format) in the order written: the fixed order makes the output deterministic.
-_MD_ATTRIBUTES: tuple[tuple[str, str, _Format], ...] = (
+
+
+class _Attributes(NamedTuple):
+    """An element's attributes: (name, format, whether its text needs escaping) in the order
+    written (a fixed order: the output is deterministic), an item's values in that order, and
+    the names."""
+
+    order: tuple[tuple[str, _Format, bool], ...]
+    values: Callable[[Any], tuple[Any, ...]]
+    names: frozenset[str]
+
+
+def _attributes(spec: tuple[tuple[str, str, _Format], ...], time: _Format) -> _Attributes:
+    """From (attribute, field, format) triples, times formatted by ``time``; times and
+    integers are never escaped."""
+    return _Attributes(
+        tuple((name, time if to_text is format_datetime else to_text,
+               to_text not in (format_datetime, _integer)) for name, _, to_text in spec),
+        attrgetter(*(field_name for _, field_name, _ in spec)),
+        frozenset(name for name, _, _ in spec))
+
+
+_MD: tuple[tuple[str, str, _Format], ...] = (
     ("capability", "capability", str),
     ("at", "at", format_datetime),
     ("completed", "completed", format_datetime),
@@ -127,7 +142,7 @@ _MD_ATTRIBUTES: tuple[tuple[str, str, _Format], ...] = (
     ("encoding", "encoding", str),
     ("path", "path", str),
 )
-_LN_ATTRIBUTES: tuple[tuple[str, str, _Format], ...] = (
+_LN: tuple[tuple[str, str, _Format], ...] = (
     ("rel", "rel", str),
     ("href", "href", str),
     ("pri", "pri", _integer),
@@ -138,8 +153,8 @@ _LN_ATTRIBUTES: tuple[tuple[str, str, _Format], ...] = (
     ("encoding", "encoding", str),
     ("path", "path", str),
 )
-_MD_NAMES = frozenset(name for name, _, _ in _MD_ATTRIBUTES)
-_LN_NAMES = frozenset(name for name, _, _ in _LN_ATTRIBUTES)
+#: The ``rs:md`` attributes a package writer fills in once a bitstream is written.
+_PACKAGED = ("hash", "length", "path")
 
 # Children the reader takes for fields, not for foreign elements (they must not hide in ``extra``).
 _ENTRY_FIELDS = frozenset(
@@ -164,6 +179,21 @@ def _declarations(namespaces: Mapping[str, str]) -> list[tuple[str, str]]:
     return found
 
 
+class _TimeText:
+    """``format_datetime``, keeping the last value's text: an entry's ``lastmod`` and
+    ``datetime`` are often one."""
+
+    def __init__(self) -> None:
+        self._value: datetime | None = None
+        self._text = ""
+
+    def __call__(self, value: datetime) -> str:
+        if value is not self._value:  # a datetime is immutable, and held here
+            self._text = format_datetime(value)
+            self._value = value
+        return self._text
+
+
 # -- one document ------------------------------------------------------------------------------
 
 class Serializer:
@@ -180,6 +210,9 @@ class Serializer:
         self._prefixes = {uri: prefix for prefix, uri in reversed(declared)}
         self._prefixes.update({RS_NS: "rs", _XML_NS: "xml"})
         self._taken = {"rs", "xml", *(prefix for prefix, _ in declared)}
+        self._time = _TimeText()
+        self._md_attributes = _attributes(_MD, self._time)
+        self._ln_attributes = _attributes(_LN, self._time)
         self._parser = etree.XMLParser(
             resolve_entities=False, load_dtd=False, no_network=True, huge_tree=False,
             remove_comments=True, remove_pis=True,
@@ -200,41 +233,59 @@ class Serializer:
         :raises InvalidValueError: naming the entry's ``<loc>`` and the value that cannot be
             written.
         """
-        return "".join(self.entry_parts(entry)).encode()
+        before, md, after = self._checked_entry(entry, entry.md)
+        return (before + "".join(md) + after).encode()
 
-    def entry_parts(self, entry: Entry) -> tuple[str, str, str]:
-        """:meth:`entry` in three parts: before its ``rs:md``, the ``rs:md``, after it (for an
-        entry written again with another ``rs:md``, :meth:`with_md`).
+    def entry_template(self, entry: Entry) -> tuple[str, str, str, str]:
+        """:meth:`entry` in four pieces, its ``rs:md`` cut where ``hash``, ``length`` and
+        ``path`` go: what a package writer learns only by writing the bitstream
+        (:meth:`filled`). Values the entry has there already are checked, not written.
 
         :raises InvalidValueError: as :meth:`entry`.
         """
+        before, md, after = self._checked_entry(entry, entry.md or Metadata(), _PACKAGED)
+        first, at_length, at_path, last = md
+        return before + first, at_length, at_path, last + after
+
+    @staticmethod
+    def filled(template: tuple[str, str, str, str], hashes: Hashes, length: int, path: str
+               ) -> bytes:
+        """The entry of ``template`` (:meth:`entry_template`) with its ``hash``, ``length``
+        and ``path``, as :meth:`entry` writes them. They are written as they are: digests
+        computed by :class:`~.hashes.Digester` and a package path, in characters that need
+        no escaping.
+        """
+        first, at_length, at_path, last = template
+        return (f'{first} hash="{hashes}"{at_length} length="{length:d}"{at_path} '
+                f'path="{path}"{last}').encode()
+
+    def _checked_entry(self, entry: Entry, md: Metadata | None, holes: tuple[str, ...] = ()
+                       ) -> tuple[str, list[str], str]:
+        """The entry before its ``rs:md``, the ``rs:md`` in pieces (:meth:`_element`), and
+        the rest; errors name the entry's ``<loc>``."""
         if not entry.loc:
             raise InvalidValueError("an entry needs a <loc> (section 7)")
         try:
-            return self._entry(entry, _text(entry.loc, "<loc>"))
+            return self._entry(entry, _text(entry.loc, "<loc>"), md, holes)
         except InvalidValueError as exc:
             raise InvalidValueError(f"the entry for {entry.loc} : {exc}") from None
 
-    def with_md(self, parts: tuple[str, str, str], md: Metadata) -> bytes:
-        """The entry of ``parts`` (:meth:`entry_parts`) with ``md`` as its ``rs:md``.
-
-        :raises InvalidValueError: a value of ``md`` cannot be written.
-        """
-        before, _, after = parts
-        return (before + self._md(md) + after).encode()
-
-    def _entry(self, entry: Entry, loc: str) -> tuple[str, str, str]:
+    def _entry(self, entry: Entry, loc: str, md: Metadata | None, holes: tuple[str, ...]
+               ) -> tuple[str, list[str], str]:
         tag = self._entry_tag
         parts = [f"  <{tag}><loc>", loc, "</loc>"]
         if entry.lastmod is not None:
-            parts += ["<lastmod>", _lastmod(entry.lastmod), "</lastmod>"]
+            try:
+                parts += ["<lastmod>", self._time(entry.lastmod), "</lastmod>"]
+            except InvalidValueError as exc:
+                raise InvalidValueError(f"<lastmod>: {exc}") from None
         if entry.changefreq is not None:
             parts += ["<changefreq>", _text(entry.changefreq, "<changefreq>"), "</changefreq>"]
-        md = self._md(entry.md) if entry.md is not None else ""
+        pieces = self._element("rs:md", md, self._md_attributes, holes) if md is not None else [""]
         after = [self._link(link) for link in entry.links]
         after.extend(self._foreign(text, in_entry=True) for text in entry.extra)
         after.append(f"</{tag}>\n")
-        return "".join(parts), md, "".join(after)
+        return "".join(parts), pieces, "".join(after)
 
     def end(self) -> bytes:
         return f"</{self._root}>\n".encode()
@@ -242,32 +293,44 @@ class Serializer:
     # -- rs:md and rs:ln -------------------------------------------------------------------------
 
     def _md(self, md: Metadata) -> str:
-        return self._element("rs:md", md, _MD_ATTRIBUTES, _MD_NAMES)
+        return "".join(self._element("rs:md", md, self._md_attributes))
 
     def _link(self, link: Link) -> str:
         if link.rel is None or link.href is None:
             raise InvalidValueError(f"<rs:ln> needs both rel and href (section 7): {link!r}")
-        return self._element("rs:ln", link, _LN_ATTRIBUTES, _LN_NAMES)
+        return "".join(self._element("rs:ln", link, self._ln_attributes))
 
-    def _element(self, tag: str, item: Metadata | Link,
-                 spec: tuple[tuple[str, str, _Format], ...], known: frozenset[str]) -> str:
-        parts = [f"<{tag}"]
-        for name, field_name, to_text in spec:
-            value = getattr(item, field_name)
+    def _element(self, tag: str, item: Metadata | Link, attributes: _Attributes,
+                 holes: tuple[str, ...] = ()) -> list[str]:
+        """The element, in pieces cut where each of ``holes`` (attribute names, in the order
+        written) goes: a value there is checked, not written."""
+        current = [f"<{tag}"]
+        pieces = [current]
+        for (name, to_text, escaped), value in zip(attributes.order, attributes.values(item),
+                                                       strict=True):
             if value is None:
+                if name in holes:
+                    current = []
+                    pieces.append(current)
                 continue
             try:
-                text = _attribute(to_text(value), "value")
+                text = _attribute(to_text(value), "value") if escaped else to_text(value)
             except InvalidValueError as exc:
                 raise InvalidValueError(f"<{tag}> {name}: {exc}") from None
-            parts.append(f' {name}="{text}"')
-        local: dict[str, str] = {}  # namespace -> prefix declared on this element
-        for key in sorted(item.extra):
-            name = self._qualified(key, tag, known, local)
-            parts.append(f' {name}="{_attribute(item.extra[key], f"<{tag}> {key}")}"')
-        declarations = "".join(
-            f' xmlns:{prefix}="{_attribute(uri, "namespace")}"' for uri, prefix in local.items())
-        return parts[0] + declarations + "".join(parts[1:]) + "/>"
+            if name in holes:
+                current = []
+                pieces.append(current)
+            else:
+                current.append(f' {name}="{text}"')
+        if item.extra:
+            local: dict[str, str] = {}  # namespace -> prefix declared on this element
+            for key in sorted(item.extra):
+                name = self._qualified(key, tag, attributes.names, local)
+                current.append(f' {name}="{_attribute(item.extra[key], f"<{tag}> {key}")}"')
+            pieces[0][1:1] = [f' xmlns:{prefix}="{_attribute(uri, "namespace")}"'
+                              for uri, prefix in local.items()]  # after the tag's name
+        current.append("/>")
+        return ["".join(piece) for piece in pieces]
 
     def _qualified(self, key: str, tag: str, known: frozenset[str], local: dict[str, str]
                    ) -> str:

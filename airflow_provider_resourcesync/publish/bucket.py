@@ -10,12 +10,17 @@ state. What is published is described by the bytes read, never by the inventory'
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
@@ -29,6 +34,10 @@ __all__ = ["Bucket", "LocalBucket", "S3Bucket"]
 #: S3 error codes of an object that is no longer the one inventoried.
 _MOVED_ON = frozenset({"PreconditionFailed", "NoSuchKey", "NoSuchVersion", "404", "412"})
 _CHUNK = 1024 * 1024
+_NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+#: Folders a :class:`LocalBucket` keeps open.
+_FOLDERS = 256
 
 
 class Bucket(Protocol):
@@ -50,25 +59,24 @@ class Bucket(Protocol):
 
 class LocalBucket:
     """The regular files under ``root``, read without following a link anywhere on the way (a
-    directory swapped for a link after the walk cannot lead the read outside ``root``)."""
+    directory swapped for a link after the walk cannot lead the read outside ``root``).
+
+    The folders walked to are kept open (the last :data:`_FOLDERS` of them, closed with the
+    bucket), so a file next to one read before costs one ``open``, not one per folder.
+    """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        # folder (None: the root) -> descriptor, the least recently used first
+        self._folders: OrderedDict[str | None, int] = OrderedDict()
+        self._lock = threading.Lock()  # no descriptor closed while another read uses it
+        weakref.finalize(self, _close_all, self._folders)
 
     def where(self, key: str) -> str:
         return f"the file {shown_key(key)} under {self.root}"
 
-    @contextmanager
-    def read(self, key: str, etag: str, version_id: str | None = None
-             ) -> Iterator[Iterator[bytes] | None]:
-        descriptor = self._open(key)
-        if descriptor is None:
-            yield None
-            return
-        with os.fdopen(descriptor, "rb") as file:
-            info = os.fstat(file.fileno())
-            same = stat.S_ISREG(info.st_mode) and change_token(info) == etag
-            yield iter(lambda: file.read(_CHUNK), b"") if same else None
+    def read(self, key: str, etag: str, version_id: str | None = None) -> _PinnedFile:
+        return _PinnedFile(self, key, etag)
 
     def _open(self, key: str) -> int | None:
         """A descriptor of the file at ``key``, each folder opened below the one before with no
@@ -76,28 +84,74 @@ class LocalBucket:
 
         :raises PublishError: the file cannot be read for another reason (permissions).
         """
-        *folders, name = key.split("/")
-        nofollow = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        folder, slash, name = key.rpartition("/")
         try:
-            current = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | nofollow)
-        except OSError as exc:
-            raise PublishError(f"the directory {self.root} cannot be read ({exc})") from exc
-        try:
-            for folder in folders:
-                below = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=current)
-                os.close(current)
-                current = below
-            return os.open(name, os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0),
-                           dir_fd=current)
+            with self._lock:
+                return os.open(name, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0),
+                               dir_fd=self._folder(folder if slash else None))
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
-            if exc.errno in (getattr(os, "ELOOP", -1), getattr(os, "EMLINK", -1)):
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # O_NOFOLLOW's refusals
                 return None  # a link where the walk saw a file or folder
             raise PublishError(f"{self.where(key)} cannot be read ({exc}); give the task "
                                "read access to the directory") from exc
-        finally:
-            os.close(current)
+
+    def _folder(self, folder: str | None) -> int:
+        """A descriptor of ``folder`` (``a/b``; None: the root), kept open."""
+        descriptor = self._folders.get(folder)
+        if descriptor is not None:
+            self._folders.move_to_end(folder)
+            return descriptor
+        try:
+            descriptor = os.open(self.root, _FOLDER)
+        except OSError as exc:
+            raise PublishError(f"the directory {self.root} cannot be read ({exc})") from exc
+        try:
+            for name in folder.split("/") if folder is not None else ():
+                below = os.open(name, _FOLDER, dir_fd=descriptor)
+                os.close(descriptor)
+                descriptor = below
+        except BaseException:
+            os.close(descriptor)
+            raise
+        self._folders[folder] = descriptor
+        if len(self._folders) > _FOLDERS:
+            os.close(self._folders.popitem(last=False)[1])
+        return descriptor
+
+
+class _PinnedFile:
+    """A file of a :class:`LocalBucket` as a context: its chunks if it is still the file
+    inventoried (its change token), else None; closed on exit. (A class: cheaper per file
+    than a generator's context.)"""
+
+    __slots__ = ("_bucket", "_etag", "_file", "_key")
+
+    def __init__(self, bucket: LocalBucket, key: str, etag: str) -> None:
+        self._bucket = bucket
+        self._key = key
+        self._etag = etag
+        self._file: BinaryIO | None = None
+
+    def __enter__(self) -> Iterator[bytes] | None:
+        descriptor = self._bucket._open(self._key)
+        if descriptor is None:
+            return None
+        self._file = file = os.fdopen(descriptor, "rb")
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or change_token(info) != self._etag:
+            return None
+        return iter(partial(file.read, _CHUNK), b"")
+
+    def __exit__(self, *_: object) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _close_all(descriptors: OrderedDict[str | None, int]) -> None:
+    while descriptors:
+        os.close(descriptors.popitem()[1])
 
 
 class S3Bucket:

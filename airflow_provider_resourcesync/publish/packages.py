@@ -23,6 +23,7 @@ or gone since the inventory is left out and reported: the next run publishes its
 
 from __future__ import annotations
 
+import io
 import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planne
 _ZIP = "application/zip"
 _XML = "application/xml"
 _GIB = 1024 ** 3
+_BUFFER = 1024 * 1024
 #: A package's changes at most, by default: a manifest of about 4 MB.
 DEFAULT_ENTRIES = 10_000
 #: A package's bitstream bytes, by default, past which it closes.
@@ -191,12 +193,14 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
                             until=window.end),
                 links=(Link(rel="up", href=capability_list),))
     with destination.stage(key) as staged:
-        output = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
-        with PackageWriter(output, head, algorithms) as package:  # type: ignore[arg-type]
+        digesting = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
+        # buffered in front of the digests: one update per megabyte, not one per ZIP record
+        output = io.BufferedWriter(digesting, _BUFFER)
+        with PackageWriter(output, head, algorithms) as package:
             for change in window.changes:
-                md = Metadata(change=change.change, datetime=change.when)
                 if change.change is Change.DELETED:
-                    package.add_deleted(Entry(change.uri, md=md))
+                    package.add_deleted(Entry(change.uri, md=Metadata(change=change.change,
+                                                                      datetime=change.when)))
                     continue
                 with bucket.read(change.key, change.etag, change.version_id) as chunks:
                     if chunks is None:  # changed or gone since the inventory
@@ -205,6 +209,7 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
                     package.add(Entry(change.uri, lastmod=change.when,
                                       md=Metadata(change=change.change, datetime=change.when,
                                                   type=kind, length=change.size)), chunks)
-        digester = output.digester
+        output.flush()
+        digester = digesting.digester
         staged.commit(ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP))
     return package

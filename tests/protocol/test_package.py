@@ -22,6 +22,7 @@ from airflow_provider_resourcesync.errors import (
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import (
     Change,
+    Document,
     DocumentKind,
     Entry,
     Head,
@@ -36,6 +37,7 @@ from airflow_provider_resourcesync.protocol.package import (
 )
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import validate_document
+from airflow_provider_resourcesync.protocol.writer import write_document
 from tests.protocol.conftest import EXAMPLES, NS
 
 UP = (Link(rel="up", href="http://example.com/dataset1/capabilitylist.xml"),)
@@ -229,6 +231,14 @@ def test_what_we_write_our_reader_accepts_even_highly_compressible_content() -> 
      ["/resources/example.com/R.txt", "/resources/example.com/r-v2.txt",
       "/resources/example.com/r-v3.txt"]),
     (["http://example.com/.htaccess"], ["/resources/example.com/.htaccess"]),
+    (["https://Example.ORG:8443/d01/o-1_a.b"], ["/resources/example.org_8443/d01/o-1_a.b"]),
+    ([f"https://example.com/{'a' * 100}/{'b' * 101}"],
+     [f"/resources/example.com/{'a' * 100}/{'b' * 100}"]),
+    (["https://example.com", "https://example.com/d/", "https://example.com/d//e/..."],
+     ["/resources/example.com/index", "/resources/example.com/d/index",
+      "/resources/example.com/d/e/___"]),
+    (["https://example.com/a#f", "https://example.com/a?q"],
+     ["/resources/example.com/a", "/resources/example.com/a-v2"]),
 ])
 def test_paths_are_safe_and_unique(locs: list[str], paths: list[str]) -> None:
     buffer = io.BytesIO()
@@ -236,6 +246,32 @@ def test_paths_are_safe_and_unique(locs: list[str], paths: list[str]) -> None:
         written = [writer.add(entry(loc), b"data") for loc in locs]
     assert [e.md.path if e.md else None for e in written] == paths
     open_package(io.BytesIO(buffer.getvalue())).close()
+
+
+def test_a_manifest_lists_each_entry_as_the_document_writer_writes_it() -> None:
+    """An entry's line is made before its bitstream is written and finished after (its hash,
+    length and path): the same bytes as a Change Dump Manifest written whole."""
+    namespaced = {"{http://example.org/ns}a": 'x&"y', "{http://example.net/other}b": "1"}
+    entries = [
+        Entry("http://example.com/a?x=1&y=2", lastmod=T0, changefreq="daily",
+              md=Metadata(change="created", datetime=T0, type="text/plain", encoding="gzip",
+                          extra=namespaced),
+              links=(Link(rel="duplicate", href="http://mirror.example.com/a", pri=1),),
+              extra=('<ex:note xmlns:ex="http://example.org/ns">n</ex:note>',)),
+        Entry("http://example.com/b", md=Metadata(change="updated",
+                                                  datetime=T0 + timedelta(microseconds=5),
+                                                  length=4, hash=_md5(b"data"))),
+        Entry("http://example.com/c", md=Metadata(change="deleted", datetime=T0 + timedelta(1))),
+    ]
+    head = Head(md=CHANGE_HEAD.md, links=UP, namespaces={"ex": "http://example.org/ns"})
+    buffer = io.BytesIO()
+    with PackageWriter(buffer, head, ("md5", "sha-256")) as writer:
+        recorded = [writer.add(item, b"data") if item.change is not Change.DELETED
+                    else writer.add_deleted(item) for item in entries]
+    whole = io.BytesIO()
+    write_document(Document(head, recorded), whole)
+    assert writer.manifest_bytes == whole.getvalue()
+    assert read_document(writer.manifest_bytes).entries == recorded
 
 
 def test_writer_checks_what_it_is_given() -> None:

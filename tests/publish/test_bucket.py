@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_resourcesync.errors import InventoryError
+from airflow_provider_resourcesync.publish import bucket as bucket_module
 from airflow_provider_resourcesync.publish.bucket import LocalBucket, S3Bucket
 from airflow_provider_resourcesync.publish.inventory.local import change_token
 
@@ -65,3 +66,39 @@ def test_a_link_swapped_in_for_a_folder_since_the_walk_is_not_followed(tmp_path:
     os.symlink(outside, root / "docs")
     # the token the file outside has: a read following the link would pass the pin
     assert read(files, "docs/a.txt", change_token((outside / "a.txt").stat())) is None
+
+
+def test_a_link_anywhere_on_the_way_is_not_followed(tmp_path: Path) -> None:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "deep").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "a.txt").write_bytes(b"secret")
+    token = change_token((outside / "a.txt").stat())
+    os.symlink(outside, root / "docs")
+    os.symlink(outside, root / "deep" / "inner")
+    os.symlink(outside / "a.txt", root / "a.txt")
+    files = LocalBucket(root)
+    for key in ("docs/a.txt", "deep/inner/a.txt", "a.txt", "/docs/a.txt", "deep//a.txt"):
+        assert read(files, key, token) is None, key
+
+
+def test_files_in_more_folders_than_are_kept_open_are_read_as_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders are kept open (bounded) while a bucket is used, and closed with it."""
+    monkeypatch.setattr(bucket_module, "_FOLDERS", 2)
+    tokens = {}
+    for number in range(5):
+        path = tmp_path / f"d{number}" / "e" / f"{number}.txt"
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"%d" % number)
+        tokens[path.relative_to(tmp_path).as_posix()] = change_token(path.stat())
+    (tmp_path / "top.txt").write_bytes(b"top")
+    tokens["top.txt"] = change_token((tmp_path / "top.txt").stat())
+    before = len(os.listdir("/proc/self/fd"))
+    files = LocalBucket(tmp_path)
+    for _ in range(2):
+        for key, token in tokens.items():
+            assert read(files, key, token) == (b"top" if key == "top.txt" else key[1:2].encode())
+        assert len(os.listdir("/proc/self/fd")) <= before + 2
+    del files
+    assert len(os.listdir("/proc/self/fd")) == before
