@@ -227,8 +227,14 @@ def _digest(hasher: Any, batch: list[bytes]) -> None:
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-#: Streams digested on the helpers at once: one per two cores.
-_streams = threading.Semaphore(max(1, (os.cpu_count() or 1) // 2))
+
+
+def _stream_slots() -> threading.Semaphore:
+    """Streams digested on the helpers at once: one per two cores."""
+    return threading.Semaphore(max(1, (os.cpu_count() or 1) // 2))
+
+
+_streams = _stream_slots()
 
 
 def _helpers() -> ThreadPoolExecutor:
@@ -246,7 +252,7 @@ def _forget_helpers() -> None:
     """In a forked child: the parent's threads are not there, so start anew."""
     global _pool, _pool_lock, _streams
     _pool, _pool_lock = None, threading.Lock()
-    _streams = threading.Semaphore(max(1, (os.cpu_count() or 1) // 2))
+    _streams = _stream_slots()
 
 
 os.register_at_fork(after_in_child=_forget_helpers)

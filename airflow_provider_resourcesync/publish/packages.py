@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import mimetypes
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from ..errors import InvalidValueError, PublishError
@@ -35,14 +35,15 @@ from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
 from ..storage.base import Destination, ObjectInfo
+from ..storage.source.documents import XML
 from ..storage.source.journal import stamp_at
 from .bucket import Bucket
 
-__all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned", "cut",
-           "fits_a_package", "write_packages"]
+__all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",
+           "cut", "fits_a_package", "package_entry", "staged_package", "write_packages"]
 
+#: A package's media type.
 _ZIP = "application/zip"
-_XML = "application/xml"
 _GIB = 1024 ** 3
 _BUFFER = 1024 * 1024
 #: A package's changes at most, by default: a manifest of about 4 MB.
@@ -171,45 +172,61 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
         if written is not None and copy is not None:  # a run made again: taken as it is
             manifest = read_document(copy, url=url(copy_key)).entries
         else:
-            package = _write(window, bucket, destination, zip_key, url(zip_key),
-                             capability_list, algorithms)
-            destination.write_bytes(copy_key, package.manifest_bytes, _XML)
+            package, written = _write(window, bucket, destination, zip_key, url(zip_key),
+                                      capability_list, algorithms)
+            destination.write_bytes(copy_key, package.manifest_bytes, XML)
             manifest = package.manifest.entries
-            written = destination.info(zip_key)
-            assert written is not None
-        yield Package(
-            Entry(url(zip_key), md=Metadata(type=_ZIP, length=written.length,
-                                            hash=written.hashes or None, from_=window.start,
-                                            until=window.end),
-                  links=(Link(rel="contents", href=url(copy_key), type=_XML),)),
-            manifest, window.changes)
+        yield Package(package_entry(url(zip_key), written, url(copy_key), Metadata(
+            from_=window.start, until=window.end)), manifest, window.changes)
 
 
 def _write(window: Window, bucket: Bucket, destination: Destination, key: str, url: str,
-           capability_list: str, algorithms: tuple[str, ...]) -> PackageWriter:
+           capability_list: str, algorithms: tuple[str, ...]) -> tuple[PackageWriter, ObjectInfo]:
     """Write one package; its writer, closed, whose manifest leaves out the changes left for
-    the next run."""
+    the next run, and the package as written."""
+    def fill(package: PackageWriter) -> None:
+        for change in window.changes:
+            if change.change is Change.DELETED:
+                package.add_deleted(Entry(change.uri, md=Metadata(change=change.change,
+                                                                  datetime=change.when)))
+                continue
+            with bucket.read(change.key, change.etag, change.version_id) as chunks:
+                if chunks is None:  # changed or gone since the inventory
+                    continue
+                kind = mimetypes.guess_type(change.key)[0]
+                package.add(Entry(change.uri, lastmod=change.when,
+                                  md=Metadata(change=change.change, datetime=change.when,
+                                              type=kind, length=change.size)), chunks)
+
     head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
                             until=window.end),
                 links=(Link(rel="up", href=capability_list),))
+    return staged_package(destination, key, url, head, algorithms, fill)
+
+
+def staged_package(destination: Destination, key: str, url: str, head: Head,
+                   algorithms: tuple[str, ...], fill: Callable[[PackageWriter], None]
+                   ) -> tuple[PackageWriter, ObjectInfo]:
+    """A package (``head`` its manifest's) written at ``key`` of ``destination``, served at
+    ``url``: staged, digested as it is written, committed whole; ``fill`` adds its members.
+    Returns its writer, closed, and the package as committed."""
     with destination.stage(key) as staged:
         digesting = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
         # buffered in front of the digests: one update per megabyte, not one per ZIP record
         output = io.BufferedWriter(digesting, _BUFFER)
         with PackageWriter(output, head, algorithms) as package:
-            for change in window.changes:
-                if change.change is Change.DELETED:
-                    package.add_deleted(Entry(change.uri, md=Metadata(change=change.change,
-                                                                      datetime=change.when)))
-                    continue
-                with bucket.read(change.key, change.etag, change.version_id) as chunks:
-                    if chunks is None:  # changed or gone since the inventory
-                        continue
-                    kind = mimetypes.guess_type(change.key)[0]
-                    package.add(Entry(change.uri, lastmod=change.when,
-                                      md=Metadata(change=change.change, datetime=change.when,
-                                                  type=kind, length=change.size)), chunks)
+            fill(package)
         output.flush()
         digester = digesting.digester
-        staged.commit(ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP))
-    return package
+        written = ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP)
+        staged.commit(written)
+    return package, written
+
+
+def package_entry(url: str, written: ObjectInfo, manifest_url: str, md: Metadata) -> Entry:
+    """The entry listing the package at ``url`` as ``written``, with its manifest copy at
+    ``manifest_url``: ``md`` (its window or ``at``) with the package's type, length and
+    hashes."""
+    return Entry(url, md=replace(md, type=_ZIP, length=written.length,
+                                         hash=written.hashes or None),
+                 links=(Link(rel="contents", href=manifest_url, type=XML),))

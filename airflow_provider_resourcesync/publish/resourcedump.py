@@ -20,14 +20,14 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
+from functools import partial
 
 from ..errors import PublishError
-from ..protocol.hashes import DigestingWriter
 from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
 from ..protocol.package import PackageWriter
 from ..protocol.reader import DocumentReader
 from ..protocol.writer import document_bytes
-from ..storage.base import Destination, ObjectInfo
+from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.documents import CAPABILITY_LIST, XML
 from ..storage.source.journal import stamp_at
@@ -35,14 +35,13 @@ from ..storage.source.writer import SourceWriter
 from ..units import byte_size
 from .bucket import Bucket
 from .inventory.objects import InventoryObject
-from .packages import PackageSize, fits_a_package
+from .packages import PackageSize, fits_a_package, package_entry, staged_package
 
 __all__ = ["RESOURCE_DUMP", "dumped_at", "remove_resource_dump", "write_resource_dump"]
 
 #: The Resource Dump (11.1), over the packages of the latest snapshot.
 RESOURCE_DUMP = RESERVED_PREFIX + "resourcedump.xml"
 _PACKAGES = RESERVED_PREFIX + "resourcedump/"
-_ZIP = "application/zip"
 
 
 def dumped_at(writer: SourceWriter) -> datetime | None:
@@ -75,7 +74,7 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
     capability_list = writer.url(writer.key(CAPABILITY_LIST))
     folder = writer.key(_PACKAGES) + stamp_at(at)
     listed: list[Entry] = []
-    written: set[str] = set()
+    kept: set[str] = set()
     dumped = 0
     groups = _groups(_held(writer, objects, frozenset(left), log), size)
     for number, group in enumerate(groups, start=1):
@@ -86,33 +85,33 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
         zip_key, copy_key = f"{folder}-{number:05d}.zip", f"{folder}-{number:05d}-manifest.xml"
         head = Head(md=Metadata(capability="resourcedump-manifest", at=at),
                     links=(Link(rel="up", href=capability_list),))
-        with destination.stage(zip_key) as staged:
-            output = DigestingWriter(staged.file, algorithms)  # write-only: data descriptors
-            with PackageWriter(output, head, algorithms) as package:  # type: ignore[arg-type]
-                for item, entry in group:
-                    with bucket.read(item.key, item.etag, item.version_id) as chunks:
-                        if chunks is None:
-                            log(f"{bucket.where(item.key)} changed or went since the inventory "
-                                "of the snapshot: left out of the Resource Dump (the next run "
-                                "publishes its change)")
-                            continue
-                        package.add(entry, chunks)
-                        dumped += 1
-            digester = output.digester
-            staged.commit(ObjectInfo(writer.url(zip_key), digester.length, digester.hashes(),
-                                     type=_ZIP))
+        package, written = staged_package(
+            destination, zip_key, writer.url(zip_key), head, algorithms,
+            partial(_fill, group=group, bucket=bucket, log=log))
         destination.write_bytes(copy_key, package.manifest_bytes, XML)
-        written |= {zip_key, copy_key}
-        listed.append(Entry(writer.url(zip_key), md=Metadata(
-            type=_ZIP, length=digester.length, hash=digester.hashes(), at=at), links=(
-                Link(rel="contents", href=writer.url(copy_key), type=XML),)))
+        kept |= {zip_key, copy_key}
+        dumped += len(package.manifest.entries)
+        listed.append(package_entry(writer.url(zip_key), written, writer.url(copy_key),
+                                    Metadata(at=at)))
         log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
-            f"{byte_size(digester.length)}, {writer.url(zip_key)}")
+            f"{byte_size(written.length)}, {writer.url(zip_key)}")
     destination.write_bytes(writer.key(RESOURCE_DUMP), document_bytes(Document(
         Head(md=Metadata(capability="resourcedump", at=at),
              links=(Link(rel="up", href=capability_list),)), listed)), XML)
-    _delete_packages(destination, writer.key(_PACKAGES), keep=written)
+    _delete_packages(destination, writer.key(_PACKAGES), keep=kept)
     return dumped
+
+
+def _fill(package: PackageWriter, group: list[tuple[InventoryObject, Entry]], bucket: Bucket,
+          log: Callable[[str], None]) -> None:
+    """Add ``group``'s objects to ``package``, but those changed or gone since the inventory."""
+    for item, entry in group:
+        with bucket.read(item.key, item.etag, item.version_id) as chunks:
+            if chunks is None:
+                log(f"{bucket.where(item.key)} changed or went since the inventory of the "
+                    "snapshot: left out of the Resource Dump (the next run publishes its change)")
+                continue
+            package.add(entry, chunks)
 
 
 def remove_resource_dump(writer: SourceWriter) -> None:

@@ -159,17 +159,12 @@ def _digested_on_helpers(megabytes: int) -> bool:
     return _helper_cpu_ticks() > before
 
 
-needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
-
-
-@needs_proc
 def test_a_large_stream_is_digested_on_helper_threads() -> None:
     """Past OVERLAP_AFTER the digests leave the caller's thread, so a large resource's
     receiving and writing overlap its hashing on another core."""
     assert _digested_on_helpers(128)
 
 
-@needs_proc
 def test_a_stream_abandoned_half_way_frees_the_helpers() -> None:
     """A failed try drops its digester mid-stream; the next large stream still gets the
     helpers."""
