@@ -72,7 +72,7 @@ class Hashes:
 
     @classmethod
     def parse(cls, text: str) -> Hashes:
-        return cls(tuple(HashValue.parse(token) for token in text.split()))
+        return cls(tuple([HashValue.parse(token) for token in text.split()]))
 
     @classmethod
     def of(cls, **digests: str) -> Hashes:

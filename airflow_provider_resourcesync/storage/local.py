@@ -106,12 +106,16 @@ class LocalDestination(Destination):
         return segments
 
     def _path(self, key: str) -> Path:
+        """The file of ``key`` (see :meth:`_file`)."""
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
         """The file of ``key``, checked to stay under the root with no symbolic link on the way
         (directories once, then remembered; the file itself every time)."""
         path = self._located(key)
         if os.path.islink(path):
             raise self._escapes(key)
-        return Path(path)
+        return path
 
     def _located(self, key: str) -> str:
         """The file of ``key``, its directories checked (once, then remembered), not the file
@@ -132,18 +136,19 @@ class LocalDestination(Destination):
     def _meta_path(self, key: str) -> Path:
         return self.root / _META / key
 
-    def _prepare(self, key: str, *paths: Path) -> None:
+    def _prepare(self, key: str, *paths: str | Path) -> None:
         """Create the parent directories of ``paths``, once each."""
-        for parent in (path.parent for path in paths):
-            if str(parent) in self._known:
+        for path in paths:
+            parent = os.path.dirname(path)
+            if parent in self._known:
                 continue
             try:
-                parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(parent, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise self._file_in_the_way(key, parent) from None
-            if os.path.realpath(parent) != str(parent):
+                raise self._file_in_the_way(key, Path(parent)) from None
+            if os.path.realpath(parent) != parent:
                 raise DestinationError(f"key {shown_key(key)} resolves outside {self.root}")
-            self._known.add(str(parent))
+            self._known.add(parent)
 
     def _directory_in_the_way(self, key: str, path: Path) -> DestinationError:
         below = next(self._walk(path), None)
@@ -189,7 +194,7 @@ class LocalDestination(Destination):
     def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
         """Rename ``staged`` to the object at ``key`` with its description: in an extended
         attribute set before the rename, else in a metadata file written after it."""
-        path = self._path(key)
+        path = self._file(key)
         data = _info_json(info) if info is not None else None
         with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
@@ -198,7 +203,7 @@ class LocalDestination(Destination):
             try:
                 os.replace(staged, path)
             except IsADirectoryError:
-                raise self._directory_in_the_way(key, path) from None
+                raise self._directory_in_the_way(key, Path(path)) from None
             if sidecar is not None:
                 sidecar.write_bytes(data)  # type: ignore[arg-type]
             elif data is None:

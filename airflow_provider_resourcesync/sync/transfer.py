@@ -23,7 +23,7 @@ from ..protocol.hashes import DigestingWriter
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
-from ..storage.keys import KeyMapper, normalized
+from ..storage.keys import KeyMapper
 from ..storage.state import MirrorState, ObjectRecord
 from .compare import Expected, agrees
 from .tally import Outcome
@@ -55,8 +55,9 @@ class Transfer:
 
     def _guarded(self, entry: Entry, write: Callable[[Entry, str], Outcome]) -> Outcome:
         try:
-            entry = replace(entry, loc=normalized(entry.loc))
-            key = self.mapper.key(entry.loc)
+            loc, key = self.mapper.normal_key(entry.loc)
+            if loc != entry.loc:
+                entry = replace(entry, loc=loc)
             with self._locks.hold(key):
                 if self.unchanged(Expected.of(entry), key):
                     return Outcome(entry.loc, "unchanged")
@@ -71,8 +72,7 @@ class Transfer:
         ``unless_newer_than`` (a doubtful deletion: the copy came later). A copy the state does
         not know (a run killed before it saved) is found at the destination all the same."""
         try:
-            uri = normalized(uri)
-            key = self.mapper.key(uri)
+            uri, key = self.mapper.normal_key(uri)
             with self._locks.hold(key):
                 record = self.state.get(uri)
                 if record is None:
