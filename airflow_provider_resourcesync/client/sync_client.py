@@ -29,7 +29,7 @@ from .sinks import (
     ResourceSink,
     response_fields,
 )
-from .transport import default_transport
+from .transport import SocketTransport, default_transport
 
 __all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "duplicate_urls", "httpx_settings"]
 
@@ -104,14 +104,20 @@ class ResourceSyncClient(ClosedOnExit):
         self.guard = HostGuard(self.policy, source_urls)
         self.budget = RetryBudget(self.policy.retry_budget)
         self.cache = DocumentCache()
+        #: Our own wire, which GETs go to directly (see :meth:`_send`); None: httpx's client
+        #: sends them (a transport given, or httpx's own, which honours proxies).
+        self._wire: SocketTransport | None = None
         if transport is None:
-            transport = default_transport(self.policy, self.guard.check_resolved)
+            transport = self._wire = default_transport(self.policy, self.guard.check_resolved)
             self._precheck = transport is None  # a proxy connects: check before asking it
         else:
             self._precheck = True
-        self._http = httpx.Client(transport=transport, **httpx_settings(self.policy))
+        settings = httpx_settings(self.policy)
+        self._http = httpx.Client(transport=transport, **settings)
         self._http._cookies = _Cookies()  # the client's store (its setter would copy ours)
         self._defaults = self._http.headers.raw  # merged into every request (see _request)
+        self._auth: OriginBoundAuth | None = settings["auth"]  # type: ignore[assignment]
+        self._timeouts = self._http.timeout.as_dict()
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 
@@ -188,7 +194,7 @@ class ResourceSyncClient(ClosedOnExit):
                 target = httpx.URL(exchange.url)
                 with self._slot(target):
                     request = self._request(target, exchange.headers, exchange.begin())
-                    response = self._http.send(request, stream=True)
+                    response = self._send(request)
                     try:
                         step = exchange.on_response(response)
                         if step.deliver:
@@ -227,6 +233,24 @@ class ResourceSyncClient(ClosedOnExit):
         if self._http.cookies:
             self._http.cookies.set_cookie_header(request)
         return request
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send a GET built by :meth:`_request`, its body streamed. Over our own wire, what
+        ``httpx.Client.send`` does for it is done here, without its layers of redirect and
+        auth-flow handling: the credentials for their origin only, the client's timeouts, the
+        cookies a response sets into the store."""
+        wire = self._wire
+        if wire is None:
+            return self._http.send(request, stream=True)
+        if self._http.is_closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        if self._auth is not None:
+            self._auth.apply(request)
+        request.extensions["timeout"] = self._timeouts
+        response = wire.handle_request(request)
+        response.request = request
+        self._http.cookies.extract_cookies(response)
+        return response
 
     def _slot(self, url: httpx.URL) -> threading.BoundedSemaphore:
         host = url.host
