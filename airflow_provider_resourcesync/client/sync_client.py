@@ -162,8 +162,10 @@ class ResourceSyncClient(ClosedOnExit):
 
         :raises UnsafeContentError: ``loc`` is outside the allowed origins (nothing fetched).
         """
-        self.guard.check_url(entry.loc)
-        candidates = [url for url in duplicate_urls(entry) if self._may_fetch(entry, url)]
+        candidates = duplicate_urls(entry)
+        if candidates:  # else ``loc`` alone, checked as its GET starts
+            self.guard.check_url(entry.loc)
+            candidates = [url for url in candidates if self._may_fetch(entry, url)]
         candidates.append(entry.loc)
         failure: Exception | None = None
         for url in candidates:

@@ -65,8 +65,7 @@ def key_segments(key: str) -> list[str]:
     :raises DestinationError: for an absolute key, an empty, ``.`` or ``..`` segment, or a NUL.
     """
     segments = key.split("/")
-    if not key or key.startswith("/") or "\x00" in key or any(
-            segment in ("", ".", "..") for segment in segments):
+    if "" in segments or "." in segments or ".." in segments or "\x00" in key:
         raise DestinationError(f"key {shown_key(key)} is not a relative path of non-empty "
                                "segments without '.' or '..'")
     return segments
@@ -333,18 +332,11 @@ class _SharedLock:
         self._condition = threading.Condition()
         self._shared = 0
         self._exclusive = False
+        self._shared_mode = _SharedMode(self)
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._condition:
-            self._condition.wait_for(lambda: not self._exclusive)
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._shared -= 1
-                self._condition.notify_all()
+    def shared(self) -> _SharedMode:
+        """Hold the lock in shared mode for a ``with`` block."""
+        return self._shared_mode
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -357,6 +349,30 @@ class _SharedLock:
             with self._condition:
                 self._exclusive = False
                 self._condition.notify_all()
+
+
+class _SharedMode:
+    """A :class:`_SharedLock` held in shared mode (one object serves every holder: a class,
+    not a generator, for the cost of each commit)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: _SharedLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        lock = self._lock
+        with lock._condition:
+            if lock._exclusive:
+                lock._condition.wait_for(lambda: not lock._exclusive)
+            lock._shared += 1
+
+    def __exit__(self, *_: object) -> None:
+        lock = self._lock
+        with lock._condition:
+            lock._shared -= 1
+            if not lock._shared:  # only an exclusive holder waits for the shared ones
+                lock._condition.notify_all()
 
 
 class _LocalStaged(Staged):

@@ -12,8 +12,7 @@ and the object held before stays as it was (DESIGN.md, "Safety rules").
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -139,19 +138,42 @@ class _KeyLocks:
         self._guard = threading.Lock()
         self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}
 
-    @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.setdefault(key, (threading.Lock(), [0]))
-            users[0] += 1
+    def hold(self, key: str) -> _Held:
+        """Hold ``key``'s lock for a ``with`` block."""
+        return _Held(self, key)
+
+
+class _Held:
+    """One key's lock, held for a ``with`` block (a class, not a generator: one per resource)."""
+
+    __slots__ = ("_key", "_lock", "_locks", "_users")
+
+    def __init__(self, locks: _KeyLocks, key: str) -> None:
+        self._locks = locks
+        self._key = key
+
+    def __enter__(self) -> None:
+        locks = self._locks
+        with locks._guard:
+            self._lock, self._users = locks._locks.setdefault(
+                self._key, (threading.Lock(), [0]))
+            self._users[0] += 1
         try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                users[0] -= 1
-                if not users[0]:
-                    del self._locks[key]
+            self._lock.acquire()
+        except BaseException:
+            self._leave()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        locks, users = self._locks, self._users
+        with locks._guard:
+            users[0] -= 1
+            if not users[0]:
+                del locks._locks[self._key]
 
 
 def _type(entry: Entry) -> str | None:
