@@ -93,6 +93,9 @@ class LocalDestination(Destination):
         self._tree = _SharedLock()
         self._xattrs = _xattrs_work(self._tmp)
         self._known: set[str] = set()  # directories created or checked: no link on the way
+        # Per thread, the key (and its file) info() last found nothing at: a commit to it next,
+        # as a fetch after its check makes, needs no second look for a link there.
+        self._absent = threading.local()
 
     # -- paths -----------------------------------------------------------------------------------
 
@@ -193,7 +196,8 @@ class LocalDestination(Destination):
     def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
         """Rename ``staged`` to the object at ``key`` with its description: in an extended
         attribute set before the rename, else in a metadata file written after it."""
-        path = self._file(key)
+        absent, self._absent.key = getattr(self._absent, "key", None), None
+        path = absent[1] if absent is not None and absent[0] == key else self._file(key)
         data = _info_json(info) if info is not None else None
         with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
@@ -232,6 +236,7 @@ class LocalDestination(Destination):
         try:
             mode = os.lstat(path).st_mode  # one call: is it there, a file, a link
         except OSError:
+            self._absent.key = (key, path)
             return None
         if stat.S_ISLNK(mode):
             raise self._escapes(key)
