@@ -196,11 +196,10 @@ class ResourceSyncClient(ClosedOnExit):
                 target = httpx.URL(exchange.url)
                 with self._slot(target):
                     request = self._request(target, exchange.headers, exchange.begin())
-                    response = self._send(request)
+                    response, fields = self._send(request)
                     try:
                         step = exchange.on_response(response)
                         if step.deliver:
-                            fields = response_fields(response)
                             sink.start(response, fields, exchange.url, exchange.tries)
                             for chunk in _body(response, fields):
                                 exchange.check_deadline()
@@ -236,14 +235,15 @@ class ResourceSyncClient(ClosedOnExit):
             self._http.cookies.set_cookie_header(request)
         return request
 
-    def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send a GET built by :meth:`_request`, its body streamed. Over our own wire, what
-        ``httpx.Client.send`` does for it is done here, without its layers of redirect and
-        auth-flow handling: the credentials for their origin only, the client's timeouts, the
-        cookies a response sets into the store."""
+    def _send(self, request: httpx.Request) -> tuple[httpx.Response, dict[str, str]]:
+        """Send a GET built by :meth:`_request`, its body streamed: the response and its header
+        fields. Over our own wire, what ``httpx.Client.send`` does for it is done here, without
+        its layers of redirect and auth-flow handling: the credentials for their origin only,
+        the client's timeouts, the cookies a response sets into the store."""
         wire = self._wire
         if wire is None:
-            return self._http.send(request, stream=True)
+            response = self._http.send(request, stream=True)
+            return response, response_fields(response)
         if self._http.is_closed:
             raise RuntimeError("Cannot send a request, as the client has been closed.")
         if self._auth is not None:
@@ -251,8 +251,10 @@ class ResourceSyncClient(ClosedOnExit):
         request.extensions["timeout"] = self._timeouts
         response = wire.handle_request(request)
         response.request = request
-        self._http.cookies.extract_cookies(response)
-        return response
+        fields = response_fields(response)
+        if "set-cookie" in fields or "set-cookie2" in fields:
+            self._http.cookies.extract_cookies(response)
+        return response, fields
 
     def _slot(self, url: httpx.URL) -> threading.BoundedSemaphore:
         host = url.host

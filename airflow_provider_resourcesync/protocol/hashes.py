@@ -147,7 +147,8 @@ class Digester:
             if self._batched >= BATCH:
                 self._hand_over()
             return
-        self._settle()
+        if self._pending or self._batch:
+            self._settle()
         for hasher in self._hashers.values():
             hasher.update(chunk)
 
