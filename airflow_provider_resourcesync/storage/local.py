@@ -36,6 +36,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO
 from urllib.parse import quote
 
@@ -419,18 +420,27 @@ def _unlink(path: Path) -> None:
             raise
 
 
-@contextmanager
-def _os_errors(what: str) -> Iterator[None]:
+class _os_errors:  # a context manager used as a function: a class costs less per use
     """Turn an operating system's refusal into a :class:`DestinationError` saying ``what``."""
-    try:
-        yield
-    except OSError as exc:
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if not isinstance(exc, OSError):
+            return
         if exc.errno == errno.ENAMETOOLONG:
             raise UnstorableKeyError(
-                f"{what}: the path is longer than the filesystem allows (commonly 255 bytes a "
-                "name, 4096 a path); mirror to S3, or map the URIs to shorter keys "
+                f"{self.what}: the path is longer than the filesystem allows (commonly 255 bytes "
+                "a name, 4096 a path); mirror to S3, or map the URIs to shorter keys "
                 "(key_prefixes)") from exc
-        raise DestinationError(f"{what}: {exc}") from exc
+        raise DestinationError(f"{self.what}: {exc}") from exc
 
 
 def _info_json(info: ObjectInfo) -> bytes:
