@@ -3,8 +3,9 @@ transport interface.
 
 httpx's own transport (httpcore over h11) spends more CPU on each small request than h11 alone
 does; on two cores that CPU is what bounds a baseline of many small resources (docs/design.md,
-"The wire"). Everything above the wire stays httpx's: the client, requests and responses, auth,
-timeouts as configured, errors. Messages are h11's to write, frame and check
+"The wire"). Everything above the wire stays httpx's: requests and responses, timeouts as
+configured, errors (the sync client hands its GETs over itself, see
+``ResourceSyncClient._send``). Messages are h11's to write, frame and check
 (:mod:`.http11`); what is ours is the idle pool:
 
 - an idle connection is reused only if it is younger than :data:`KEEPALIVE_EXPIRY` and the
