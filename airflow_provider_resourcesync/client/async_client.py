@@ -19,7 +19,7 @@ from .exchange import Exchange
 from .guard import HostGuard
 from .policy import ClientPolicy
 from .retry import RetryBudget
-from .sinks import DocumentSink, FetchedDocument, Page, PageSink
+from .sinks import DocumentSink, FetchedDocument, Page, PageSink, response_fields
 from .sync_client import MAX_PAGE_BYTES, Sink, httpx_settings
 from .transport import proxy_in_environment
 
@@ -74,7 +74,8 @@ class AsyncResourceSyncClient:
                         "GET", exchange.url, headers=exchange.headers) as response:
                     step = exchange.on_response(response)
                     if step.deliver:
-                        sink.start(response, exchange.url, exchange.tries)
+                        fields = response_fields(response)
+                        sink.start(response, fields, exchange.url, exchange.tries)
                         async for chunk in response.aiter_bytes():
                             exchange.check_deadline()
                             sink.write(chunk)

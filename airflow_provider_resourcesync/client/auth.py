@@ -29,8 +29,13 @@ class OriginBoundAuth(httpx.Auth):
             self._headers["Authorization"] = f"Basic {base64.b64encode(pair).decode('ascii')}"
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        self.apply(request)
+        yield request
+
+    def apply(self, request: httpx.Request) -> None:
+        """Add the credentials to ``request`` if it goes to their origin, else remove any
+        ``Authorization`` header it carries."""
         if origin(str(request.url)) == self._origin:
             request.headers.update(self._headers)
         else:
             request.headers.pop("Authorization", None)
-        yield request

@@ -75,8 +75,7 @@ class Exchange:
         """After a response's head arrived: follow a redirect, retry, or deliver it."""
         self._attempts.count()
         self._delivered = None
-        location = response.headers.get("Location")
-        if response.status_code in _REDIRECTS and location:
+        if response.status_code in _REDIRECTS and (location := response.headers.get("Location")):
             self._redirect(urljoin(self.url, location), response.status_code)
             return Step(deliver=False)
         if response.status_code in RETRY_STATUSES:

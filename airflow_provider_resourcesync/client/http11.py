@@ -9,8 +9,10 @@ a connection may not be reused.
 
 from __future__ import annotations
 
+import os
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +27,9 @@ MAX_HEAD = 64 * 1024
 #: The most bytes read from the socket at a time: a body's pieces are at most this. Big reads
 #: let h11 hand a large body over in big pieces (docs/design.md, "The wire").
 READ_SIZE = 1024 * 1024
+
+#: The end of a request without a body (h11's events are immutable: one serves every request).
+_END = h11.EndOfMessage()
 
 #: Each thread's read buffer (h11 copies what it is given, so one buffer serves every read).
 _buffers = threading.local()
@@ -45,10 +50,13 @@ class Connection:
     timeout, shortened to what is left of the request's ``deadline`` (:func:`time.monotonic`
     time): a Source sending a byte now and then cannot hold a request past it."""
 
-    __slots__ = ("deadline", "read_timeout", "sock", "state")
+    __slots__ = ("deadline", "plain", "poller", "read_timeout", "sock", "state")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.plain = not isinstance(sock, ssl.SSLSocket)  # bytes on the socket are the wire
+        self.poller = select.poll()  # watching the socket for :meth:`alive`
+        self.poller.register(sock, select.POLLIN)
         self.state = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
         self.read_timeout: float | None = None
         self.deadline: float | None = None
@@ -58,9 +66,12 @@ class Connection:
         wire = self.state.send(head)
         if body:
             wire += self.state.send(h11.Data(data=body))
-        wire += self.state.send(h11.EndOfMessage())
+        wire += self.state.send(_END)
         self._arm()
-        self.sock.sendall(wire)
+        if self.plain:  # most requests go whole into the socket's buffer, with no wait first
+            wire = wire[_write(self.sock, wire):]
+        if wire:
+            self.sock.sendall(wire)
 
     def response(self) -> h11.Response:
         """The final response's head (interim 1xx answers passed over, RFC 9110 section 15.2)."""
@@ -104,13 +115,9 @@ class Connection:
     def alive(self) -> bool:
         """Whether an idle connection can carry a request: the server has sent nothing on it
         (had it closed it, or sent more, the socket would be readable). ``poll``, unlike
-        ``select``, watches descriptors past 1023."""
-        poller = select.poll()
-        try:
-            poller.register(self.sock, select.POLLIN)
-            return not poller.poll(0)
-        except (OSError, ValueError):  # a socket closed already
-            return False
+        ``select``, watches descriptors past 1023; a socket closed already is never idle in
+        the pool (it answers ``POLLNVAL``)."""
+        return not self.poller.poll(0)
 
     def close(self) -> None:
         self.sock.close()
@@ -141,6 +148,17 @@ class Connection:
                 timeout = left
         if self.sock.gettimeout() != timeout:
             self.sock.settimeout(timeout)
+
+
+def _write(sock: socket.socket, data: bytes) -> int:
+    """Write what the socket takes of ``data`` now, without the wait for room that a socket
+    with a timeout makes before every send (a system call); 0 where it takes nothing."""
+    if sock.gettimeout() is None:  # a blocking socket: sendall waits as it should
+        return 0
+    try:
+        return os.write(sock.fileno(), data)
+    except (BlockingIOError, InterruptedError):
+        return 0
 
 
 def _buffer() -> memoryview:

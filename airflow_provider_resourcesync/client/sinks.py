@@ -7,6 +7,7 @@ Shared by the sync and the async client, which only differ in how they iterate a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -18,7 +19,8 @@ from ..protocol.hashes import Digester, Hashes
 from ..protocol.model import Metadata
 from .cache import CachedDocument, DocumentCache
 
-__all__ = ["DocumentSink", "Download", "FetchedDocument", "Page", "PageSink", "ResourceSink"]
+__all__ = ["DocumentSink", "Download", "FetchedDocument", "Page", "PageSink", "ResourceSink",
+           "response_fields"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +62,22 @@ class Page:
         return self.body.decode("utf-8", errors="replace")
 
 
-def _declared_length(response: httpx.Response) -> int | None:
+def response_fields(response: httpx.Response) -> dict[str, str]:
+    """A response's header fields by lower-case name, read once: a name sent more than once
+    has its values joined with ", " (as ``httpx.Headers.get`` joins them)."""
+    fields: dict[str, str] = {}
+    for name, value in response.headers.multi_items():
+        fields[name] = f"{fields[name]}, {value}" if name in fields else value
+    return fields
+
+
+def _declared_length(fields: Mapping[str, str]) -> int | None:
     """The body's ``Content-Length``, when it counts the bytes the sink sees (no content
     coding, which httpx decodes)."""
-    declared = response.headers.get("Content-Length")
+    declared = fields.get("content-length")
     if declared is None or not declared.isdigit():
         return None
-    if response.headers.get("Content-Encoding", "identity").strip().lower() != "identity":
+    if fields.get("content-encoding", "identity").strip().lower() != "identity":
         return None
     return int(declared)
 
@@ -86,15 +97,16 @@ class _CappedSink:
             return f"{self._count} bytes arrived"
         return f"{self._count} of {self._declared} bytes arrived"
 
-    def _start(self, response: httpx.Response, ok: frozenset[int], tries: int) -> None:
+    def _start(self, response: httpx.Response, fields: Mapping[str, str], ok: frozenset[int],
+               tries: int) -> None:
         if response.status_code not in ok:
             raise FetchError(f"HTTP {response.status_code} {response.reason_phrase}",
                              url=self.url, status=response.status_code, tries=tries)
-        declared = response.headers.get("Content-Length")
+        declared = fields.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self._max_bytes:
             raise self._too_large(int(declared))
         self._count = 0
-        self._declared = _declared_length(response)
+        self._declared = _declared_length(fields)
 
     def _counted(self, chunk: bytes) -> bytes:
         self._count += len(chunk)
@@ -121,12 +133,13 @@ class DocumentSink(_CappedSink):
         self._path: Path | None = None
         self._response: httpx.Response | None = None
 
-    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+    def start(self, response: httpx.Response, fields: Mapping[str, str], url: str, tries: int
+              ) -> None:
         self.url = url
         if response.status_code == 304 and self._cache.get(self._key) is None:
             raise FetchError("HTTP 304 for a document we do not hold", url=url, status=304,
                              tries=tries)
-        self._start(response, self._OK, tries)
+        self._start(response, fields, self._OK, tries)
         self._response = response
         if response.status_code == 200:
             self._path = self._cache.new_file()
@@ -184,12 +197,13 @@ class ResourceSink(_CappedSink):
         self._listed = expected.length if expected is not None else None
         self._algorithms = ("md5", "sha-256", *_known(expected))
         self._digester = Digester(self._algorithms)
-        self._response: httpx.Response | None = None
+        self._fields: Mapping[str, str] = {}
 
-    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+    def start(self, response: httpx.Response, fields: Mapping[str, str], url: str, tries: int
+              ) -> None:
         self.url = url
-        self._start(response, self._OK, tries)
-        self._response = response
+        self._start(response, fields, self._OK, tries)
+        self._fields = fields
         self.discard()
         if self._listed is not None and self._declared is not None and (
                 self._declared > self._listed):
@@ -207,15 +221,13 @@ class ResourceSink(_CappedSink):
                                     actual=actual)
 
     def finish(self) -> Download:
-        response = self._response
-        assert response is not None
         expected = self._expected
         verified = self._digester.verify(self.url, hashes=expected.hash if expected else None,
                                          length=expected.length if expected else None)
-        headers = response.headers
+        fields = self._fields
         return Download(self.url, self._digester.length, verified, self._digester.hashes(),
-                        headers.get("Content-Type"), headers.get("ETag"),
-                        headers.get("Last-Modified"))
+                        fields.get("content-type"), fields.get("etag"),
+                        fields.get("last-modified"))
 
     def discard(self) -> None:
         """Forget what a try wrote (nothing to do before its first byte)."""
@@ -233,9 +245,10 @@ class PageSink(_CappedSink):
         self._chunks: list[bytes] = []
         self._response: httpx.Response | None = None
 
-    def start(self, response: httpx.Response, url: str, tries: int) -> None:
+    def start(self, response: httpx.Response, fields: Mapping[str, str], url: str, tries: int
+              ) -> None:
         self.url = url
-        self._start(response, frozenset({response.status_code}), tries)
+        self._start(response, fields, frozenset({response.status_code}), tries)
         self._response = response
         self._chunks = []
 

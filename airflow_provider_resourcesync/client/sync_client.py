@@ -5,9 +5,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import BinaryIO, Protocol, TypeVar
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -21,8 +20,16 @@ from .exchange import Exchange
 from .guard import HostGuard
 from .policy import ClientPolicy
 from .retry import RetryBudget
-from .sinks import DocumentSink, Download, FetchedDocument, Page, PageSink, ResourceSink
-from .transport import default_transport
+from .sinks import (
+    DocumentSink,
+    Download,
+    FetchedDocument,
+    Page,
+    PageSink,
+    ResourceSink,
+    response_fields,
+)
+from .transport import SocketTransport, default_transport
 
 __all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "duplicate_urls", "httpx_settings"]
 
@@ -30,6 +37,8 @@ log = logging.getLogger(__name__)
 
 #: Size cap of a discovery page (HTML, robots.txt).
 MAX_PAGE_BYTES = 5 * 1024 * 1024
+#: A GET's body: none.
+_NO_BODY = httpx.ByteStream(b"")
 
 T = TypeVar("T", covariant=True)
 
@@ -37,7 +46,8 @@ T = TypeVar("T", covariant=True)
 class Sink(Protocol[T]):
     """Where one body goes (see :mod:`.sinks`)."""
 
-    def start(self, response: httpx.Response, url: str, tries: int) -> None: ...
+    def start(self, response: httpx.Response, fields: Mapping[str, str], url: str, tries: int
+              ) -> None: ...
     def write(self, chunk: bytes) -> None: ...
     def finish(self) -> T: ...
     def discard(self) -> None: ...
@@ -72,6 +82,12 @@ class _Cookies(httpx.Cookies):
             super().extract_cookies(response)
 
 
+def _body(response: httpx.Response, fields: Mapping[str, str]) -> Iterator[bytes]:
+    """The body's pieces, decoded where it has a content coding (httpx's decoders); without
+    one, as they arrive, past httpx's decoding layers."""
+    return response.iter_bytes() if "content-encoding" in fields else response.iter_raw()
+
+
 class ResourceSyncClient(ClosedOnExit):
     """HTTP access to one ResourceSync Source, safe to share between threads.
 
@@ -88,13 +104,20 @@ class ResourceSyncClient(ClosedOnExit):
         self.guard = HostGuard(self.policy, source_urls)
         self.budget = RetryBudget(self.policy.retry_budget)
         self.cache = DocumentCache()
+        #: Our own wire, which GETs go to directly (see :meth:`_send`); None: httpx's client
+        #: sends them (a transport given, or httpx's own, which honours proxies).
+        self._wire: SocketTransport | None = None
         if transport is None:
-            transport = default_transport(self.policy, self.guard.check_resolved)
+            transport = self._wire = default_transport(self.policy, self.guard.check_resolved)
             self._precheck = transport is None  # a proxy connects: check before asking it
         else:
             self._precheck = True
-        self._http = httpx.Client(transport=transport, **httpx_settings(self.policy))
+        settings = httpx_settings(self.policy)
+        self._http = httpx.Client(transport=transport, **settings)
         self._http._cookies = _Cookies()  # the client's store (its setter would copy ours)
+        self._defaults = self._http.headers.raw  # merged into every request (see _request)
+        self._auth: OriginBoundAuth | None = settings["auth"]  # type: ignore[assignment]
+        self._timeouts = self._http.timeout.as_dict()
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
 
@@ -139,8 +162,10 @@ class ResourceSyncClient(ClosedOnExit):
 
         :raises UnsafeContentError: ``loc`` is outside the allowed origins (nothing fetched).
         """
-        self.guard.check_url(entry.loc)
-        candidates = [url for url in duplicate_urls(entry) if self._may_fetch(entry, url)]
+        candidates = duplicate_urls(entry)
+        if candidates:  # else ``loc`` alone, checked as its GET starts
+            self.guard.check_url(entry.loc)
+            candidates = [url for url in candidates if self._may_fetch(entry, url)]
         candidates.append(entry.loc)
         failure: Exception | None = None
         for url in candidates:
@@ -168,16 +193,20 @@ class ResourceSyncClient(ClosedOnExit):
             if self._precheck:
                 self.guard.check_addresses(exchange.url)
             try:
-                with self._slot(exchange.url), self._http.stream(
-                        "GET", exchange.url, headers=exchange.headers,
-                        extensions={"deadline": exchange.begin()}) as response:
-                    step = exchange.on_response(response)
-                    if step.deliver:
-                        sink.start(response, exchange.url, exchange.tries)
-                        for chunk in response.iter_bytes():
-                            exchange.check_deadline()
-                            sink.write(chunk)
-                        return sink.finish()
+                target = httpx.URL(exchange.url)
+                with self._slot(target):
+                    request = self._request(target, exchange.headers, exchange.begin())
+                    response, fields = self._send(request)
+                    try:
+                        step = exchange.on_response(response)
+                        if step.deliver:
+                            sink.start(response, fields, exchange.url, exchange.tries)
+                            for chunk in _body(response, fields):
+                                exchange.check_deadline()
+                                sink.write(chunk)
+                            return sink.finish()
+                    finally:
+                        response.close()
             except httpx.TransportError as error:
                 sink.discard()
                 step = exchange.on_error(error, sink.received)
@@ -192,13 +221,48 @@ class ResourceSyncClient(ClosedOnExit):
                          exchange.tries + 1)
                 time.sleep(step.delay)
 
-    def _slot(self, url: str) -> threading.BoundedSemaphore:
-        host = urlsplit(url).hostname or ""
-        with self._slots_lock:
-            slot = self._slots.get(host)
-            if slot is None:
-                slot = self._slots[host] = threading.BoundedSemaphore(
-                    self.policy.concurrency_per_host)
+    def _request(self, target: httpx.URL, headers: Mapping[str, str], deadline: float
+                 ) -> httpx.Request:
+        """The GET ``httpx.Client.build_request`` would make (``Host``, the client's headers
+        with ``headers`` over them, its cookies), built without merging the client's headers
+        anew for each request; ``send`` adds the timeouts and the auth flow."""
+        own = {name.lower().encode() for name in headers}
+        request = httpx.Request("GET", target, headers=[
+            (b"Host", target.netloc),
+            *(pair for pair in self._defaults if pair[0].lower() not in own),
+            *headers.items()], stream=_NO_BODY, extensions={"deadline": deadline})
+        if self._http.cookies:
+            self._http.cookies.set_cookie_header(request)
+        return request
+
+    def _send(self, request: httpx.Request) -> tuple[httpx.Response, dict[str, str]]:
+        """Send a GET built by :meth:`_request`, its body streamed: the response and its header
+        fields. Over our own wire, what ``httpx.Client.send`` does for it is done here, without
+        its layers of redirect and auth-flow handling: the credentials for their origin only,
+        the client's timeouts, the cookies a response sets into the store."""
+        wire = self._wire
+        if wire is None:
+            response = self._http.send(request, stream=True)
+            return response, response_fields(response)
+        if self._http.is_closed:
+            raise RuntimeError("Cannot send a request, as the client has been closed.")
+        if self._auth is not None:
+            self._auth.apply(request)
+        request.extensions["timeout"] = self._timeouts
+        response = wire.handle_request(request)
+        response.request = request
+        fields = response_fields(response)
+        if "set-cookie" in fields or "set-cookie2" in fields:
+            self._http.cookies.extract_cookies(response)
+        return response, fields
+
+    def _slot(self, url: httpx.URL) -> threading.BoundedSemaphore:
+        host = url.host
+        slot = self._slots.get(host)
+        if slot is None:
+            with self._slots_lock:
+                slot = self._slots.setdefault(
+                    host, threading.BoundedSemaphore(self.policy.concurrency_per_host))
         return slot
 
     def close(self) -> None:

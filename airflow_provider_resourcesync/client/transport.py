@@ -3,8 +3,9 @@ transport interface.
 
 httpx's own transport (httpcore over h11) spends more CPU on each small request than h11 alone
 does; on two cores that CPU is what bounds a baseline of many small resources (docs/design.md,
-"The wire"). Everything above the wire stays httpx's: the client, requests and responses, auth,
-timeouts as configured, errors. Messages are h11's to write, frame and check
+"The wire"). Everything above the wire stays httpx's: requests and responses, timeouts as
+configured, errors (the sync client hands its GETs over itself, see
+``ResourceSyncClient._send``). Messages are h11's to write, frame and check
 (:mod:`.http11`); what is ours is the idle pool:
 
 - an idle connection is reused only if it is younger than :data:`KEEPALIVE_EXPIRY` and the
@@ -26,8 +27,8 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import TracebackType
 from urllib.request import getproxies
 
 import h11
@@ -219,17 +220,27 @@ _STEP_ERRORS: dict[str, tuple[type[httpx.TransportError], type[httpx.TransportEr
 }
 
 
-@contextmanager
-def _errors(request: httpx.Request, step: str,
-            connection: Connection | None = None) -> Iterator[None]:
+class _errors:  # a context manager used as a function: a class costs less per use
     """Turn a socket's errors and h11's in ``step`` into httpx's errors (closing
     ``connection``)."""
-    try:
-        yield
-    except (OSError, h11.ProtocolError) as error:
-        if connection is not None:
-            connection.close()
-        raise _translated(error, request, step) from error
+
+    __slots__ = ("connection", "request", "step")
+
+    def __init__(self, request: httpx.Request, step: str,
+                 connection: Connection | None = None) -> None:
+        self.request = request
+        self.step = step
+        self.connection = connection
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if isinstance(error, (OSError, h11.ProtocolError)):
+            if self.connection is not None:
+                self.connection.close()
+            raise _translated(error, self.request, self.step) from error
 
 
 def _translated(error: Exception, request: httpx.Request, step: str) -> httpx.TransportError:

@@ -72,7 +72,11 @@ class Hashes:
 
     @classmethod
     def parse(cls, text: str) -> Hashes:
-        return cls(tuple(HashValue.parse(token) for token in text.split()))
+        values = []
+        for token in text.split():  # HashValue.parse, inline: a few per resource and run
+            algorithm, sep, digest = token.partition(":")
+            values.append(HashValue(algorithm.lower(), digest) if sep else HashValue("", token))
+        return cls(tuple(values))
 
     @classmethod
     def of(cls, **digests: str) -> Hashes:
@@ -99,7 +103,8 @@ class Hashes:
         return found
 
     def __str__(self) -> str:
-        return " ".join(str(value) for value in self.values)
+        return " ".join([f"{value.algorithm}:{value.digest}" if value.algorithm else value.digest
+                         for value in self.values])
 
     def __bool__(self) -> bool:
         return bool(self.values)
@@ -147,7 +152,8 @@ class Digester:
             if self._batched >= BATCH:
                 self._hand_over()
             return
-        self._settle()
+        if self._pending or self._batch:
+            self._settle()
         for hasher in self._hashers.values():
             hasher.update(chunk)
 

@@ -32,6 +32,7 @@ __all__ = ["RESERVED_PREFIX", "KeyMapper", "normalized", "shown"]
 RESERVED_PREFIX = ".resourcesync/"
 
 _UNSAFE = re.compile(rb"[^A-Za-z0-9\-._~]")
+_SAFE = re.compile(r"[A-Za-z0-9\-._~]*")
 _MAX_SEGMENT = 200
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 #: RFC 3986 3.2.2: a registered name's characters (and non-ASCII ones, of an IRI), or an IP
@@ -86,6 +87,8 @@ def _refused(uri: str, why: str) -> UnsafeContentError:
 
 
 def _escape(text: str) -> str:
+    if _SAFE.fullmatch(text):  # most segments: nothing to escape
+        return text
     raw = text.encode("utf-8", errors="surrogatepass")
     return _UNSAFE.sub(lambda m: b"%%%02X" % m.group()[0], raw).decode("ascii")
 
@@ -124,7 +127,17 @@ class KeyMapper:
 
         :raises UnsafeContentError: for a URI :func:`normalized` refuses.
         """
+        return self.normal_key(uri)[1]
+
+    def normal_key(self, uri: str) -> tuple[str, str]:
+        """``uri``'s normal form and its key, normalized once.
+
+        :raises UnsafeContentError: for a URI :func:`normalized` refuses.
+        """
         uri = normalized(uri)
+        return uri, self._key_of(uri)
+
+    def _key_of(self, uri: str) -> str:
         for uri_prefix, key_prefix in self._prefixes:
             if uri.startswith(uri_prefix):
                 return key_prefix + self._path_key(uri[len(uri_prefix):])

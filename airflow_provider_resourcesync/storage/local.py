@@ -36,6 +36,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import BinaryIO
 from urllib.parse import quote
 
@@ -65,8 +66,7 @@ def key_segments(key: str) -> list[str]:
     :raises DestinationError: for an absolute key, an empty, ``.`` or ``..`` segment, or a NUL.
     """
     segments = key.split("/")
-    if not key or key.startswith("/") or "\x00" in key or any(
-            segment in ("", ".", "..") for segment in segments):
+    if "" in segments or "." in segments or ".." in segments or "\x00" in key:
         raise DestinationError(f"key {shown_key(key)} is not a relative path of non-empty "
                                "segments without '.' or '..'")
     return segments
@@ -94,6 +94,9 @@ class LocalDestination(Destination):
         self._tree = _SharedLock()
         self._xattrs = _xattrs_work(self._tmp)
         self._known: set[str] = set()  # directories created or checked: no link on the way
+        # Per thread, the key (and its file) info() last found nothing at: a commit to it next,
+        # as a fetch after its check makes, needs no second look for a link there.
+        self._absent = threading.local()
 
     # -- paths -----------------------------------------------------------------------------------
 
@@ -106,12 +109,16 @@ class LocalDestination(Destination):
         return segments
 
     def _path(self, key: str) -> Path:
+        """The file of ``key`` (see :meth:`_file`)."""
+        return Path(self._file(key))
+
+    def _file(self, key: str) -> str:
         """The file of ``key``, checked to stay under the root with no symbolic link on the way
         (directories once, then remembered; the file itself every time)."""
         path = self._located(key)
         if os.path.islink(path):
             raise self._escapes(key)
-        return Path(path)
+        return path
 
     def _located(self, key: str) -> str:
         """The file of ``key``, its directories checked (once, then remembered), not the file
@@ -132,18 +139,19 @@ class LocalDestination(Destination):
     def _meta_path(self, key: str) -> Path:
         return self.root / _META / key
 
-    def _prepare(self, key: str, *paths: Path) -> None:
+    def _prepare(self, key: str, *paths: str | Path) -> None:
         """Create the parent directories of ``paths``, once each."""
-        for parent in (path.parent for path in paths):
-            if str(parent) in self._known:
+        for path in paths:
+            parent = os.path.dirname(path)
+            if parent in self._known:
                 continue
             try:
-                parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(parent, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise self._file_in_the_way(key, parent) from None
-            if os.path.realpath(parent) != str(parent):
+                raise self._file_in_the_way(key, Path(parent)) from None
+            if os.path.realpath(parent) != parent:
                 raise DestinationError(f"key {shown_key(key)} resolves outside {self.root}")
-            self._known.add(str(parent))
+            self._known.add(parent)
 
     def _directory_in_the_way(self, key: str, path: Path) -> DestinationError:
         below = next(self._walk(path), None)
@@ -189,7 +197,8 @@ class LocalDestination(Destination):
     def _install(self, key: str, staged: str, info: ObjectInfo | None) -> None:
         """Rename ``staged`` to the object at ``key`` with its description: in an extended
         attribute set before the rename, else in a metadata file written after it."""
-        path = self._path(key)
+        absent, self._absent.key = getattr(self._absent, "key", None), None
+        path = absent[1] if absent is not None and absent[0] == key else self._file(key)
         data = _info_json(info) if info is not None else None
         with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
@@ -198,7 +207,7 @@ class LocalDestination(Destination):
             try:
                 os.replace(staged, path)
             except IsADirectoryError:
-                raise self._directory_in_the_way(key, path) from None
+                raise self._directory_in_the_way(key, Path(path)) from None
             if sidecar is not None:
                 sidecar.write_bytes(data)  # type: ignore[arg-type]
             elif data is None:
@@ -228,6 +237,7 @@ class LocalDestination(Destination):
         try:
             mode = os.lstat(path).st_mode  # one call: is it there, a file, a link
         except OSError:
+            self._absent.key = (key, path)
             return None
         if stat.S_ISLNK(mode):
             raise self._escapes(key)
@@ -328,18 +338,11 @@ class _SharedLock:
         self._condition = threading.Condition()
         self._shared = 0
         self._exclusive = False
+        self._shared_mode = _SharedMode(self)
 
-    @contextmanager
-    def shared(self) -> Iterator[None]:
-        with self._condition:
-            self._condition.wait_for(lambda: not self._exclusive)
-            self._shared += 1
-        try:
-            yield
-        finally:
-            with self._condition:
-                self._shared -= 1
-                self._condition.notify_all()
+    def shared(self) -> _SharedMode:
+        """Hold the lock in shared mode for a ``with`` block."""
+        return self._shared_mode
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -352,6 +355,30 @@ class _SharedLock:
             with self._condition:
                 self._exclusive = False
                 self._condition.notify_all()
+
+
+class _SharedMode:
+    """A :class:`_SharedLock` held in shared mode (one object serves every holder: a class,
+    not a generator, for the cost of each commit)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self, lock: _SharedLock) -> None:
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        lock = self._lock
+        with lock._condition:
+            if lock._exclusive:
+                lock._condition.wait_for(lambda: not lock._exclusive)
+            lock._shared += 1
+
+    def __exit__(self, *_: object) -> None:
+        lock = self._lock
+        with lock._condition:
+            lock._shared -= 1
+            if not lock._shared:  # only an exclusive holder waits for the shared ones
+                lock._condition.notify_all()
 
 
 class _LocalStaged(Staged):
@@ -393,18 +420,27 @@ def _unlink(path: Path) -> None:
             raise
 
 
-@contextmanager
-def _os_errors(what: str) -> Iterator[None]:
+class _os_errors:  # a context manager used as a function: a class costs less per use
     """Turn an operating system's refusal into a :class:`DestinationError` saying ``what``."""
-    try:
-        yield
-    except OSError as exc:
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if not isinstance(exc, OSError):
+            return
         if exc.errno == errno.ENAMETOOLONG:
             raise UnstorableKeyError(
-                f"{what}: the path is longer than the filesystem allows (commonly 255 bytes a "
-                "name, 4096 a path); mirror to S3, or map the URIs to shorter keys "
+                f"{self.what}: the path is longer than the filesystem allows (commonly 255 bytes "
+                "a name, 4096 a path); mirror to S3, or map the URIs to shorter keys "
                 "(key_prefixes)") from exc
-        raise DestinationError(f"{what}: {exc}") from exc
+        raise DestinationError(f"{self.what}: {exc}") from exc
 
 
 def _info_json(info: ObjectInfo) -> bytes:

@@ -10,11 +10,11 @@ Which of the two a Source is, only measuring tells.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from queue import SimpleQueue
-from typing import TypeVar
+from queue import Empty, SimpleQueue
+from typing import Any, TypeVar
 
 __all__ = ["Throttle", "bounded_map"]
 
@@ -92,50 +92,93 @@ class Throttle:
             self._probe, self.limit = (self.limit, rate), target
 
 
+class _Crew:
+    """``size`` threads calling ``function`` on the items put in :attr:`inbox`, each outcome
+    put in ``outbox``: ``(True, result)`` or ``(False, exception)``. Lighter than an executor's
+    futures (a lock and a condition each): a pool of small resources hands over thousands a
+    second."""
+
+    def __init__(self, function: Callable[[T], R], size: int,
+                 outbox: SimpleQueue[tuple[bool, Any]]) -> None:
+        self.size = size
+        self.inbox: SimpleQueue[Any] = SimpleQueue()
+        self._threads = [threading.Thread(target=_work, args=(self.inbox, function, outbox),
+                                          name=f"resourcesync_{number}")
+                         for number in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> int:
+        """Take back the items no thread started, and end the threads once their calls have
+        returned; how many items were taken back."""
+        taken = 0
+        while True:
+            try:
+                self.inbox.get_nowait()
+            except Empty:
+                break
+            taken += 1
+        for _ in self._threads:
+            self.inbox.put(_STOP)
+        for thread in self._threads:
+            thread.join()
+        return taken
+
+
+_STOP = object()
+
+
+def _work(inbox: SimpleQueue[Any], function: Callable[[Any], Any],
+          outbox: SimpleQueue[tuple[bool, Any]]) -> None:
+    while (item := inbox.get()) is not _STOP:
+        try:
+            outcome = (True, function(item))
+        except BaseException as error:  # handed to the caller, raised there
+            outcome = (False, error)
+        outbox.put(outcome)
+
+
 def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) -> Iterator[R]:
     """``function`` over ``items`` on up to ``workers`` threads, results in completion order:
     :class:`Throttle`'s limit of threads, with as many items again queued (a thread that finishes
     finds its next item waiting); at a limit of one, on the caller's thread, with no hand-over
     between threads. When the limit changes, the calls in flight finish, then new items go to a
-    pool of the new size. Completed calls arrive through one queue, so each costs the
-    same however many are in flight. Leaving early waits for the running calls and cancels the
-    queued ones; an exception ``function`` raises is raised here."""
+    crew of threads of the new size. Completed calls arrive through one queue, so each costs the
+    same however many are in flight. Leaving early waits for the running calls and takes back
+    the queued ones; an exception ``function`` raises is raised here."""
     throttle = Throttle(workers, time.monotonic())
-    pool: ThreadPoolExecutor | None = None
-    size = 0  # the threads of ``pool``
-    pending: set[Future[R]] = set()
-    completed: SimpleQueue[Future[R]] = SimpleQueue()
+    outbox: SimpleQueue[tuple[bool, Any]] = SimpleQueue()
+    crew: _Crew | None = None
+    pending = 0  # items handed to the crew whose outcome is not taken yet
 
     def settle() -> R:
-        future = completed.get()
-        pending.discard(future)
+        nonlocal pending
+        succeeded, value = outbox.get()
+        pending -= 1
         throttle.completed(time.monotonic())
-        return future.result()
+        if not succeeded:
+            raise value
+        return value  # type: ignore[no-any-return]
 
     try:
         for item in items:
-            while len(pending) >= (2 * throttle.limit if throttle.limit > 1 else 1):
+            while pending >= (2 * throttle.limit if throttle.limit > 1 else 1):
                 yield settle()
             if throttle.limit == 1:
                 result = function(item)
                 throttle.completed(time.monotonic())
                 yield result
                 continue
-            if pool is None or size != throttle.limit:
-                while pending:  # the old pool's calls end first: never more than one pool's
+            if crew is None or crew.size != throttle.limit:
+                while pending:  # the old crew's calls end first: never more than one crew's
                     yield settle()
-                if pool is not None:
-                    pool.shutdown()
-                size = throttle.limit
-                pool = ThreadPoolExecutor(size, thread_name_prefix="resourcesync")
-            future = pool.submit(function, item)
-            pending.add(future)
-            future.add_done_callback(completed.put)
+                if crew is not None:
+                    crew.stop()
+                crew = _Crew(function, throttle.limit, outbox)
+            crew.inbox.put(item)
+            pending += 1
         while pending:
             yield settle()
     finally:
-        for future in pending:
-            future.cancel()
-        wait(pending)
-        if pool is not None:
-            pool.shutdown()
+        if crew is not None:
+            crew.stop()

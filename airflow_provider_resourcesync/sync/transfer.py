@@ -12,8 +12,7 @@ and the object held before stays as it was (DESIGN.md, "Safety rules").
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 
@@ -23,7 +22,7 @@ from ..protocol.hashes import DigestingWriter
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
-from ..storage.keys import KeyMapper, normalized
+from ..storage.keys import KeyMapper
 from ..storage.state import MirrorState, ObjectRecord
 from .compare import Expected, agrees
 from .tally import Outcome
@@ -55,8 +54,9 @@ class Transfer:
 
     def _guarded(self, entry: Entry, write: Callable[[Entry, str], Outcome]) -> Outcome:
         try:
-            entry = replace(entry, loc=normalized(entry.loc))
-            key = self.mapper.key(entry.loc)
+            loc, key = self.mapper.normal_key(entry.loc)
+            if loc != entry.loc:
+                entry = replace(entry, loc=loc)
             with self._locks.hold(key):
                 if self.unchanged(Expected.of(entry), key):
                     return Outcome(entry.loc, "unchanged")
@@ -71,8 +71,7 @@ class Transfer:
         ``unless_newer_than`` (a doubtful deletion: the copy came later). A copy the state does
         not know (a run killed before it saved) is found at the destination all the same."""
         try:
-            uri = normalized(uri)
-            key = self.mapper.key(uri)
+            uri, key = self.mapper.normal_key(uri)
             with self._locks.hold(key):
                 record = self.state.get(uri)
                 if record is None:
@@ -139,19 +138,42 @@ class _KeyLocks:
         self._guard = threading.Lock()
         self._locks: dict[str, tuple[threading.Lock, list[int]]] = {}
 
-    @contextmanager
-    def hold(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock, users = self._locks.setdefault(key, (threading.Lock(), [0]))
-            users[0] += 1
+    def hold(self, key: str) -> _Held:
+        """Hold ``key``'s lock for a ``with`` block."""
+        return _Held(self, key)
+
+
+class _Held:
+    """One key's lock, held for a ``with`` block (a class, not a generator: one per resource)."""
+
+    __slots__ = ("_key", "_lock", "_locks", "_users")
+
+    def __init__(self, locks: _KeyLocks, key: str) -> None:
+        self._locks = locks
+        self._key = key
+
+    def __enter__(self) -> None:
+        locks = self._locks
+        with locks._guard:
+            self._lock, self._users = locks._locks.setdefault(
+                self._key, (threading.Lock(), [0]))
+            self._users[0] += 1
         try:
-            with lock:
-                yield
-        finally:
-            with self._guard:
-                users[0] -= 1
-                if not users[0]:
-                    del self._locks[key]
+            self._lock.acquire()
+        except BaseException:
+            self._leave()
+            raise
+
+    def __exit__(self, *_: object) -> None:
+        self._lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        locks, users = self._locks, self._users
+        with locks._guard:
+            users[0] -= 1
+            if not users[0]:
+                del locks._locks[self._key]
 
 
 def _type(entry: Entry) -> str | None:

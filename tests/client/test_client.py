@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
 import io
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx
 import pytest
 
 from airflow_provider_resourcesync.client.async_client import AsyncResourceSyncClient
@@ -211,17 +213,25 @@ def test_other_schemes_are_never_fetched(server: SourceServer, url: str) -> None
 
 # -- credentials and mirrors -------------------------------------------------------------------
 
+#: Both ways a GET is sent: straight to our own wire, and through httpx's client (a transport
+#: given, or a proxy in the environment).
+WIRES = pytest.mark.parametrize("wire", [None, httpx.HTTPTransport],
+                                ids=["own wire", "through httpx's client"])
+
+
+@WIRES
 @pytest.mark.parametrize("credentials", [
     {"token": "s3cret"}, {"username": "user", "password": "pw"},
     {"headers": (("Authorization", "ApiKey k3y"),)}], ids=["bearer", "basic", "header"])
 def test_credentials_reach_their_host_and_no_other(
-        server: SourceServer, other: SourceServer, credentials: dict[str, object]) -> None:
+        server: SourceServer, other: SourceServer, credentials: dict[str, object],
+        wire: type[httpx.BaseTransport] | None) -> None:
     policy = {**FAST, "credentials": Credentials(server.base_url, **credentials),  # type: ignore[arg-type]
               "allowed_hosts": frozenset({other.base_url.removeprefix("http://")})}
     server.redirect("/moved", other.url("/res"))
     entry = Entry(server.url("/gone"), links=(Link("duplicate", other.url("/res"), pri=1),))
     with ResourceSyncClient(ClientPolicy(**policy), source_urls=[server.base_url],  # type: ignore[arg-type]
-                            ) as client:
+                            transport=wire() if wire else None) as client:
         client.fetch_page(server.url("/res"))
         client.download_entry(entry, io.BytesIO())
         client.fetch_page(server.url("/moved"))
@@ -246,18 +256,47 @@ def test_mirrors_are_tried_in_priority_order_then_loc(server: SourceServer,
 
 # -- limits ------------------------------------------------------------------------------------
 
-def test_cookies_a_source_sets_are_sent_back(server: SourceServer) -> None:
+@WIRES
+def test_cookies_a_source_sets_are_sent_back(server: SourceServer,
+                                             wire: type[httpx.BaseTransport] | None) -> None:
     server.put("/login", b"ok", "text/plain", headers={"Set-Cookie": "session=s1; Path=/"})
-    with client_for(server) as client:
+    with ResourceSyncClient(ClientPolicy(**FAST), source_urls=[server.base_url],  # type: ignore[arg-type]
+                            transport=wire() if wire else None) as client:
         # the store that skips responses without cookies is the one httpx uses (an httpx
         # release that renamed its attribute would silently bypass it)
         assert type(client._http.cookies).__name__ == "_Cookies"
         client.fetch_page(server.url("/res"))  # no Set-Cookie: nothing stored, nothing lost
         client.fetch_page(server.url("/login"))
-        client.fetch_page(server.url("/res"))
+        client.download(server.url("/res"), io.BytesIO())
         client.fetch_page(server.url("/doc.xml"))
     sent = [record.headers.get("cookie") for record in server.requests]
     assert sent == [None, None, "session=s1", "session=s1"]
+
+
+def test_each_request_carries_the_headers_httpx_would_send(server: SourceServer) -> None:
+    """Requests are built without httpx's per-request merging (less CPU per resource); what
+    goes on the wire is what ``build_request`` makes, validators of a held document included."""
+    url = server.url("/doc.xml")
+    with client_for(server) as client:
+        client.download(server.url("/res"), io.BytesIO())
+        client.fetch_document(url)
+        client.fetch_document(url)  # held: conditional
+        expected = client._http.build_request("GET", url, headers=client.cache.validators(url))
+    first, _, conditional = server.requests
+    for name in ("user-agent", "host", "accept", "accept-encoding"):
+        assert first.headers.get(name) == conditional.headers.get(name) == expected.headers[name]
+    assert first.headers.get("if-none-match") is None
+    assert conditional.headers.get("if-none-match") == expected.headers["if-none-match"]
+    assert conditional.status == 304
+
+
+def test_a_resource_sent_with_a_content_coding_is_stored_decoded(server: SourceServer) -> None:
+    server.put("/packed", gzip.compress(BODY), "text/plain", headers={"Content-Encoding": "gzip"})
+    expected = Metadata(hash=Hashes.of(md5=hashlib.md5(BODY).hexdigest()), length=len(BODY))
+    with client_for(server) as client:
+        dest = io.BytesIO()
+        download = client.download(server.url("/packed"), dest, expected=expected)
+    assert dest.getvalue() == BODY and download.verified and download.length == len(BODY)
 
 
 def test_concurrency_per_host_is_limited(server: SourceServer) -> None:

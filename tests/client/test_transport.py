@@ -4,6 +4,7 @@ reused, given up when the server closed them, and every broken answer a clear ht
 from __future__ import annotations
 
 import gzip
+import hashlib
 import ipaddress
 import socket
 import ssl
@@ -219,6 +220,37 @@ def test_a_long_broken_header_is_quoted_shortened(http: httpx.Client) -> None:
                                                  match="illegal header line") as raised:
         http.get(served.url)
     assert len(str(raised.value)) < 300 and "characters)" in str(raised.value)
+
+
+def test_a_request_larger_than_the_socket_takes_at_once_goes_out_whole(
+        http: httpx.Client) -> None:
+    """A request is written straight into the socket as far as it takes it (no wait first);
+    what it did not take follows, in order."""
+    body = bytes(range(256)) * (32 * 1024)  # 8 MiB: more than a socket buffers
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(10)
+    digest: list[str] = []
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.settimeout(10)
+            received = b""
+            while b"\r\n\r\n" not in received:
+                received += connection.recv(65536)
+            head, _, rest = received.partition(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            while len(rest) < length:
+                rest += connection.recv(1 << 20)
+            digest.append(hashlib.sha256(rest).hexdigest())
+            connection.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+
+    with listener, ThreadPoolExecutor(1) as pool:
+        answered = pool.submit(serve)
+        response = http.post(f"http://127.0.0.1:{listener.getsockname()[1]}/x", content=body)
+        answered.result(timeout=10)
+    assert response.status_code == 204
+    assert digest == [hashlib.sha256(body).hexdigest()]
 
 
 def test_a_line_break_in_a_request_header_is_refused_before_sending(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -229,6 +230,23 @@ def test_symbolic_links_in_the_way_are_refused(local: LocalDestination, tmp_path
             local.info(key)
         with pytest.raises(DestinationError, match="outside"):
             write(local, key, b"overwrite")
+    assert (outside / "secret").read_bytes() == b"secret"
+    assert sorted(os.listdir(outside)) == ["secret"]
+
+
+def test_a_link_planted_at_a_key_after_its_check_is_never_written_through(
+        local: LocalDestination, tmp_path: Path) -> None:
+    """A commit right after info() found nothing at its key does not look for a link there
+    again (one system call less per fetched resource): the rename replaces a link planted
+    meanwhile, never what it points to."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"secret")
+    write(local, "https/h/other", b"x")
+    assert local.info("https/h/planted") is None
+    (local.root / "https/h/planted").symlink_to(outside / "secret")
+    with contextlib.suppress(DestinationError):
+        write(local, "https/h/planted", b"overwrite")
     assert (outside / "secret").read_bytes() == b"secret"
     assert sorted(os.listdir(outside)) == ["secret"]
 

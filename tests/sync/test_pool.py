@@ -120,3 +120,23 @@ def test_leaving_early_draws_no_more_items() -> None:
     next(results)
     results.close()
     assert len(drawn) <= 2 * 4 + 1  # two per thread in flight, and the one in hand
+
+
+def test_no_thread_outlives_the_map() -> None:
+    """However the map ends (drawn whole, left early, or by an exception), its threads have
+    ended by the time it returns."""
+
+    def work(n: int) -> int:
+        time.sleep(0.001)
+        if n == 50:
+            raise ValueError("item 50 is bad")
+        return n
+
+    assert sorted(bounded_map(work, range(40), 4)) == list(range(40))
+    early = bounded_map(work, range(1000), 4)
+    next(early)
+    early.close()
+    with pytest.raises(ValueError, match="item 50"):
+        list(bounded_map(work, range(1000), 4))
+    assert not [thread for thread in threading.enumerate()
+                if thread.name.startswith("resourcesync_")]
