@@ -113,8 +113,8 @@ def records(destination: Destination) -> list[Any]:
 
 @pytest.mark.parametrize("parts", [1000, 7], ids=["one-list", "index"])
 def test_workers_make_the_mirror_state_and_documents_one_process_makes(
-        client: ResourceSyncClient, source: ResourceSyncSource, tmp_path: Path, parts: int,
-        caplog: pytest.LogCaptureFixture) -> None:
+        client: ResourceSyncClient, server: SourceServer, source: ResourceSyncSource,
+        tmp_path: Path, parts: int, caplog: pytest.LogCaptureFixture) -> None:
     """Spec 10.1 and 10.2: from a Resource List and from an index of parts, which the parent
     reads while the workers fetch."""
     caplog.set_level(logging.INFO)
@@ -122,11 +122,14 @@ def test_workers_make_the_mirror_state_and_documents_one_process_makes(
     one, two = LocalDestination(tmp_path / "one"), LocalDestination(tmp_path / "two")
     alone = baseline(client, one, source, processes=1)
     assert "worker process" not in caplog.text
+    for part in (0, 1):  # a retry in each worker, which it logs
+        server.fail(path_of(next(uri for uri in sorted(source.state())
+                                 if part_of(normalized(uri), 2) == part)), 503)
     shared = baseline(client, two, source, processes=2)
     assert "Fetching on 2 worker processes" in caplog.text
     # each worker's records reach this process's log, naming its part of the list
-    assert "worker process for shard 1-of-2: HTTP Request: GET" in caplog.text
-    assert "worker process for shard 2-of-2: HTTP Request: GET" in caplog.text
+    assert "worker process for shard 1-of-2: Retrying http" in caplog.text
+    assert "worker process for shard 2-of-2: Retrying http" in caplog.text
 
     def same(alone: Checkpoint, shared: Checkpoint) -> None:
         assert held(one) == held(two) == source.state()
