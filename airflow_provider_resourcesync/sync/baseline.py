@@ -74,13 +74,14 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     :param public_url: the URL the destination is published under, for a mirror others sync
         from (14.8): its documents name their resources there, and later runs keep it; None:
         the one saved with the mirror, if any (see :class:`MirrorState`).
-    :param processes: how many worker processes fetch, verify and commit the resources of a
-        Resource List, each a share of ``concurrency`` (:mod:`.processes`); 1: this process
-        alone, as always. None ("auto"): as many as pay: the usable cores (4 at most), for a
-        Resource List (not a dump) of at least 2,000 entries mirrored whole (no ``shard``) into
-        a local directory; else 1. Workers are used only where that holds but the first, and
-        never more than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one
-        request in flight each at least). The mirror and its state are those one process makes.
+    :param processes: how many worker processes fetch, verify and commit the resources, each
+        with a share of ``concurrency`` (:mod:`.processes`); the mirror and its state are those
+        one process makes. 1: this process alone. A number: that many wherever workers can be
+        used: a Resource List (not a dump), mirrored whole (no ``shard``), into a local
+        directory. None ("auto"): as many as pay: where workers can be used and the list holds
+        at least 2,000 entries, one per usable core (4 at most); else 1. Never more workers
+        than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one request in
+        flight each at least).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
     :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
         else was committed and recorded, and re-running converges unless its ``rerun_helps``
@@ -193,6 +194,8 @@ class _Run:
         state = transfer.state
         with Workers(given, log=log) as workers:
             for outcome, record in workers.map(entries, self._incomplete):
+                # what the transfer records on one process: a fetched object, an unchanged
+                # one the state does not hold as it is
                 if record is not None and (outcome.kind == "fetched"
                                            or state.get(record.uri) != record):
                     state.put(record)

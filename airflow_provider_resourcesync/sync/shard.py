@@ -1,4 +1,5 @@
-"""A stable partition of a Source's resources, for baselines sharded with dynamic task mapping."""
+"""A stable partition of a Source's resources: for baselines sharded with dynamic task mapping,
+and between the worker processes of one baseline (:mod:`.processes`)."""
 
 from __future__ import annotations
 
