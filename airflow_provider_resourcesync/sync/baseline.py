@@ -176,9 +176,13 @@ class _Run:
             if count > 1:
                 self._on_workers(count, entries, index)
             else:
-                work = partial(self.transfer.mirror, self.client)
-                self._count(bounded_map(work, entries, self.concurrency))
+                self._here(entries)
             return walk.at
+
+    def _here(self, entries: Iterable[Entry]) -> None:
+        """The entries fetched, verified and committed by this process."""
+        self._count(bounded_map(partial(self.transfer.mirror, self.client), entries,
+                                self.concurrency))
 
     def _on_workers(self, count: int, entries: Iterable[Entry], index: bool) -> None:
         """The entries fetched, verified and committed by ``count`` worker processes; their
@@ -189,10 +193,16 @@ class _Run:
         given = jobs(count, client=self.client, destination=transfer.destination,
                      mapper=transfer.mapper, concurrency=self.concurrency, parent_fetches=index,
                      log=log)
+        try:
+            workers = Workers(given, log=log)
+        except OSError as error:  # no process to be had (a limit, memory): go on alone
+            log.warning("One process: cannot start worker processes (%s)", error)
+            self._here(entries)
+            return
         log.info("Fetching on %s worker processes, %s resources in progress at most", count,
                  " + ".join(str(job.concurrency) for job in given))
         state = transfer.state
-        with Workers(given, log=log) as workers:
+        with workers:
             for outcome, record in workers.map(entries, self._incomplete):
                 # what the transfer records on one process: a fetched object, an unchanged
                 # one the state does not hold as it is

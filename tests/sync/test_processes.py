@@ -358,3 +358,12 @@ def test_processes_must_be_a_whole_number_of_at_least_one(
         baseline(client, local, source, processes=processes)
     assert objects(local) == set()
 
+
+
+def test_a_run_that_cannot_start_its_workers_goes_on_in_one_process(
+        client: ResourceSyncClient, source: ResourceSyncSource, local: LocalDestination,
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "executable", str(local.root / "no-such-python"))
+    checkpoint = baseline(client, local, source, processes=2)
+    assert "One process: cannot start worker processes" in caplog.text
+    assert checkpoint.stats["fetched"] == 20 and held(local) == source.state()
