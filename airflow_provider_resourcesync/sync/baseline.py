@@ -79,7 +79,8 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         one process makes. 1: this process alone. A number: that many wherever workers can be
         used: a Resource List (not a dump), mirrored whole (no ``shard``), into a local
         directory. None ("auto"): as many as pay: where workers can be used and the list holds
-        at least 2,000 entries, one per usable core (4 at most); else 1. Never more workers
+        at least 2,000 entries, one per core the machine's load leaves free, this run's
+        included (:func:`~.processes.free_cores`; 4 at most); else 1. Never more workers
         than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one request in
         flight each at least).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
@@ -164,15 +165,15 @@ class _Run:
             # the parts of an index are read while the resources are fetched; a single list
             # was fetched whole when opened
             index = not walk.urls
-            entries = self._mine(self._listed(walk, url))
+            entries: Iterable[Entry] = self._mine(self._listed(walk, url))
+            pays = True
+            if self.processes is None:  # "auto": workers only for a list long enough
+                head = list(islice(entries, AUTO_LISTING))
+                pays, entries = len(head) == AUTO_LISTING, chain(head, entries)
             count = worker_count(self.processes, destination=self.transfer.destination,
                                  shard=self.shard, concurrency=self.concurrency,
                                  policy=self.client.policy, parent_fetches=index,
-                                 log=self.tally.log)
-            if count > 1 and self.processes is None:  # "auto": only for a list long enough
-                head = list(islice(entries, AUTO_LISTING))
-                count = count if len(head) == AUTO_LISTING else 1
-                entries = chain(head, entries)
+                                 log=self.tally.log) if pays else 1
             if count > 1:
                 self._on_workers(count, entries, index)
             else:

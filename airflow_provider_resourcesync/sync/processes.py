@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from ..client.policy import ClientPolicy
@@ -42,8 +43,8 @@ from .plain import Plain, entry_plain, record_from_plain, record_plain
 from .shard import Shard, part_of
 from .tally import Outcome
 
-__all__ = ["AUTO_LISTING", "MAX_AUTO", "Job", "Workers", "check_processes", "outcome_message",
-           "shares", "worker_count"]
+__all__ = ["AUTO_LISTING", "MAX_AUTO", "Job", "Workers", "check_processes", "free_cores",
+           "outcome_message", "shares", "worker_count"]
 
 #: The most workers "auto" starts, however many cores there are.
 MAX_AUTO = 4
@@ -75,9 +76,10 @@ def worker_count(processes: int | None, *, destination: Destination, shard: Shar
 
     Workers need a local destination (each opens the directory itself), a run that is not a
     shard of a sharded baseline, and an interpreter to start. ``processes`` None ("auto") takes
-    the usable cores, :data:`MAX_AUTO` at most; a number is taken as given. Either way there
-    are no more workers than requests may be in flight (``concurrency``, ``concurrency_per_host``,
-    less one for the parent if it reads the listing's parts meanwhile): each needs one.
+    one per core free for one (:func:`free_cores`), :data:`MAX_AUTO` at most; a number is taken
+    as given. Either way there are no more workers than requests may be in flight
+    (``concurrency``, ``concurrency_per_host``, less one for the parent if it reads the
+    listing's parts meanwhile): each needs one.
     """
     if processes == 1:
         return 1
@@ -90,9 +92,28 @@ def worker_count(processes: int | None, *, destination: Destination, shard: Shar
         if processes is not None:
             log.info("One process, not %s: %s", processes, why_not)
         return 1
-    wanted = processes or min(len(os.sched_getaffinity(0)), MAX_AUTO)
+    wanted = processes or min(free_cores(log), MAX_AUTO)
     return max(1, min(wanted, concurrency - parent_fetches,
                       policy.concurrency_per_host - parent_fetches))
+
+
+def free_cores(log: logging.Logger) -> int:
+    """The cores this run may keep busy: those it may use (its CPU affinity, or fewer under a
+    container's CPU quota, cgroup v2's ``cpu.max``) that the machine's load over the last
+    minute leaves free (rounded), plus the one this run is on. Workers pay only on a core
+    nobody else needs: where the cores are busy, their extra work (a fifth more CPU a resource
+    in all) only slows everything down."""
+    cores = float(len(os.sched_getaffinity(0)))
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
+        cores = min(cores, int(quota) / int(period)) if quota != "max" else cores
+    except (OSError, ValueError):  # no cgroup v2 quota to read
+        pass
+    load = os.getloadavg()[0]
+    free = max(1, min(int(cores), round(cores - load) + 1))
+    if free < 2 <= cores:
+        log.info("One process: the machine is busy (load %.1f on %.0f cores)", load, cores)
+    return free
 
 
 def shares(total: int, count: int) -> list[int]:

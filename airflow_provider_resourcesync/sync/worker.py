@@ -54,6 +54,7 @@ _ORPHANED = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one worker (argv as the module's docstring says); its exit status."""
     entries_fd, outcomes_fd, parent = (int(value) for value in (argv or sys.argv)[1:4])
     _die_with(parent)
     incoming = Connection(entries_fd, writable=False)

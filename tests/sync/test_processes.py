@@ -310,6 +310,7 @@ def test_auto_keeps_one_process_for_a_short_list_and_for_s3(
     assert "worker process" not in caplog.text and held(local) == source.state()
 
     monkeypatch.setattr("airflow_provider_resourcesync.sync.baseline.AUTO_LISTING", 10)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
     caplog.clear()
     baseline(client, destination, source, remove_missing=True)
     cores = min(len(os.sched_getaffinity(0)), 4)
@@ -323,8 +324,12 @@ def test_auto_keeps_one_process_for_a_short_list_and_for_s3(
 
 
 def test_limits_on_requests_in_flight_are_split_between_the_workers(
-        server: SourceServer, local: LocalDestination) -> None:
+        server: SourceServer, local: LocalDestination, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
     log = logging.getLogger("test")
+    caplog.set_level(logging.INFO)
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
     assert shares(16, 2) == [8, 8] and shares(15, 2) == [8, 7] and shares(5, 3) == [2, 2, 1]
     credentials = Credentials(server.base_url, username="user", password="secret")
     with client_for(server, concurrency_per_host=5, credentials=credentials) as client:
@@ -336,7 +341,12 @@ def test_limits_on_requests_in_flight_are_split_between_the_workers(
         assert count(8) == 5  # no more workers than requests may be in flight on the host
         assert count(8, parent_fetches=True) == 4  # one request left for the parent
         assert count(8, concurrency=3) == 3 and count(1) == 1
-        assert count(None) == min(len(os.sched_getaffinity(0)), 4)
+        assert count(None) == min(cores, 4)
+        # auto: a worker per core nobody else needs, the one this run is on included
+        monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.0, 0.0, 0.0))
+        assert count(None) == 1 and count(3) == 3
+        assert (f"One process: the machine is busy (load {cores:.1f} on {cores} cores)"
+                in caplog.text) == (cores > 1)
         assert count(4, shard=Shard(0, 2)) == 1
         mapper = KeyMapper({server.base_url + "/dataset1/": "data/"})
         given = jobs(2, client=client, destination=local, mapper=mapper, concurrency=9,
