@@ -204,7 +204,7 @@ def test_failures_in_several_workers_make_one_error_and_the_rest_is_recorded(
 @pytest.fixture
 def slow(server: SourceServer, source: ResourceSyncSource) -> Iterator[SourceServer]:
     """The Source answering each request after a pause, so that a run is caught mid-way."""
-    server.delay = 0.2
+    server.delay = 0.3  # 20 resources, two at a time: 3 s at least
     yield server
     server.delay = 0.0
 
