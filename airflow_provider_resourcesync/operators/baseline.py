@@ -22,6 +22,7 @@ from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.checkpoint import Checkpoint
+from ..sync.processes import check_processes
 from ..sync.shard import Shard
 from ..units import counted
 from .next_step import says_what_next
@@ -59,6 +60,12 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
         host and path.
     :param concurrency: the most resources in progress at once (fewer while more would not be
         faster); None: the connection's concurrency.
+    :param processes: how many worker processes of this task fetch, verify and commit the
+        resources, so that one task uses several cores (templated): 1: this process alone.
+        None ("auto"): for a Resource List of at least 2,000 entries mirrored whole into a
+        local directory, one per core the machine's load leaves free (4 at most), else 1.
+        ``concurrency`` and the connection's concurrency are split between the workers; the
+        mirror and its state are the same either way.
     :param shard_index: the part of the resources this task mirrors, from 0 (templated, so it
         can be mapped with ``expand``).
     :param shard_count: how many parts the resources are split into.
@@ -79,18 +86,20 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
 
     template_fields: Sequence[str] = ("destination", "capability_list_url", "key_prefixes",
                                       "shard_index", "public_url", "resourcesync_conn_id",
-                                      "aws_conn_id")
+                                      "aws_conn_id", "processes")
     ui_color = "#d6eaf8"
 
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, method: str = "auto",
                  remove_missing: bool = False, key_prefixes: dict[str, str] | None = None,
-                 concurrency: int | None = None, shard_index: int | None = None,
-                 shard_count: int | None = None, public_url: str | None = None,
-                 well_known: bool = False, aws_conn_id: str | None = "aws_default",
-                 **kwargs: Any) -> None:
+                 concurrency: int | None = None, processes: int | str | None = None,
+                 shard_index: int | None = None, shard_count: int | None = None,
+                 public_url: str | None = None, well_known: bool = False,
+                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
+        if not isinstance(processes, str):  # a template is checked once rendered
+            check_processes(processes)
         self.destination = destination
         self.resourcesync_conn_id = resourcesync_conn_id
         self.capability_list_url = capability_list_url
@@ -98,6 +107,7 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
         self.remove_missing = remove_missing
         self.key_prefixes = key_prefixes
         self.concurrency = concurrency
+        self.processes = processes
         self.shard_index = shard_index
         self.shard_count = shard_count
         self.public_url = public_url
@@ -120,7 +130,8 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
                 method=self.method, mapper=KeyMapper(self.key_prefixes),
                 remove_missing=self.remove_missing, shard=shard,
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
-                public_url=self.public_url or None, log=self.log)
+                public_url=self.public_url or None,
+                processes=rendered_value(self.processes, "processes"), log=self.log)
             if self.well_known and shard is None:
                 describe_at_well_known(destination, self.log)
         self.log.info("Mirrored %s into %s%s: %s", checkpoint.document, checkpoint.destination,

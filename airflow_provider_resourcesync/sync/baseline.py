@@ -6,6 +6,10 @@ resource held unchanged is skipped without a byte transferred, the others are fe
 and committed one by one. A resource that fails is recorded and the others go on; the mirror's
 state is saved for everything committed, then :class:`SyncIncompleteError` says what failed. Only
 a complete run saves its checkpoint, so the next run starts where this one really stands.
+
+From a Resource List, the resources can be fetched, verified and committed by worker processes
+(:mod:`.processes`), so that a run near the Source uses several cores; this process still reads
+the list and keeps the mirror's state, which comes out as a run on one process makes it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
+from itertools import chain, islice
 from typing import Any
 
 from ..client.navigate import (
@@ -30,12 +35,14 @@ from ..protocol.model import Capability, DocumentKind, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
+from ..storage.local import LocalDestination
 from ..storage.state import MirrorState
 from ..units import byte_size
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
 from .packages import fetched_package
 from .pool import bounded_map
+from .processes import AUTO_LISTING, Workers, check_processes, jobs, worker_count
 from .shard import Shard
 from .tally import Outcome, Tally, fix_for
 from .transfer import Transfer
@@ -52,7 +59,8 @@ METHODS = {"auto": None, "resourcelist": Capability.RESOURCE_LIST,
 def run_baseline(client: ResourceSyncClient, destination: Destination, *,
                  capability_list_url: str, method: str = "auto", mapper: KeyMapper | None = None,
                  remove_missing: bool = False, shard: Shard | None = None, concurrency: int = 16,
-                 public_url: str | None = None, log: logging.Logger | None = None) -> Checkpoint:
+                 public_url: str | None = None, processes: int | None = None,
+                 log: logging.Logger | None = None) -> Checkpoint:
     """Mirror every resource of the Source (or of ``shard``) into ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -66,6 +74,15 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     :param public_url: the URL the destination is published under, for a mirror others sync
         from (14.8): its documents name their resources there, and later runs keep it; None:
         the one saved with the mirror, if any (see :class:`MirrorState`).
+    :param processes: how many worker processes fetch, verify and commit the resources, each
+        with a share of ``concurrency`` (:mod:`.processes`); the mirror and its state are those
+        one process makes. 1: this process alone. A number: that many wherever workers can be
+        used: a Resource List (not a dump), mirrored whole (no ``shard``), into a local
+        directory. None ("auto"): as many as pay: where workers can be used and the list holds
+        at least 2,000 entries, one per core the machine's load leaves free, this run's
+        included (:func:`~.processes.free_cores`; 4 at most); else 1. Never more workers
+        than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one request in
+        flight each at least).
     :returns: the checkpoint, also saved with the mirror's state (or the shard's view).
     :raises SyncIncompleteError: some resources, packages or listing parts failed; everything
         else was committed and recorded, and re-running converges unless its ``rerun_helps``
@@ -74,6 +91,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     """
     log = log or _log
     ConfigurationError.unless_one_of("method", method, METHODS)
+    check_processes(processes)
     capabilities = capability_documents(client, capability_list_url)
     capability = choose_capability(METHODS[method], (Capability.RESOURCE_LIST,
                                    Capability.RESOURCE_DUMP), capabilities, capability_list_url,
@@ -84,7 +102,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
              f", shard {shard}" if shard else "")
     with MirrorState.load(destination, public_base_url=public_url) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
-                   concurrency, Tally(log))
+                   concurrency, Tally(log), processes)
         if capability is Capability.RESOURCE_LIST:
             at = run.from_resource_list(document)
         else:
@@ -138,17 +156,68 @@ class _Run:
     shard: Shard | None
     concurrency: int
     tally: Tally
+    processes: int | None = None  # see run_baseline
     complete: bool = field(default=True)  # every listed resource was seen
 
     def from_resource_list(self, url: str) -> datetime | None:
         """Every resource of a Resource List or its index (10.1, 10.2); the list's ``at``."""
         with resource_list(self.client, url) as walk:
-            work = partial(self.transfer.mirror, self.client)
-            self._count(bounded_map(work, self._mine(self._listed(walk, url)), self.concurrency))
+            # the parts of an index are read while the resources are fetched; a single list
+            # was fetched whole when opened
+            index = not walk.urls
+            entries: Iterable[Entry] = self._mine(self._listed(walk, url))
+            pays = True
+            if self.processes is None:  # "auto": workers only for a list long enough
+                head = list(islice(entries, AUTO_LISTING))
+                pays, entries = len(head) == AUTO_LISTING, chain(head, entries)
+            count = worker_count(self.processes, destination=self.transfer.destination,
+                                 shard=self.shard, concurrency=self.concurrency,
+                                 policy=self.client.policy, parent_fetches=index,
+                                 log=self.tally.log) if pays else 1
+            if count > 1:
+                self._on_workers(count, entries, index)
+            else:
+                self._here(entries)
             return walk.at
+
+    def _here(self, entries: Iterable[Entry]) -> None:
+        """The entries fetched, verified and committed by this process."""
+        self._count(bounded_map(partial(self.transfer.mirror, self.client), entries,
+                                self.concurrency))
+
+    def _on_workers(self, count: int, entries: Iterable[Entry], index: bool) -> None:
+        """The entries fetched, verified and committed by ``count`` worker processes; their
+        outcomes counted and their records kept here, as :meth:`_count` and the transfer do on
+        one process."""
+        transfer, log = self.transfer, self.tally.log
+        assert isinstance(transfer.destination, LocalDestination)  # worker_count checked
+        given = jobs(count, client=self.client, destination=transfer.destination,
+                     mapper=transfer.mapper, concurrency=self.concurrency, parent_fetches=index,
+                     log=log)
+        try:
+            workers = Workers(given, log=log)
+        except OSError as error:  # no process to be had (a limit, memory): go on alone
+            log.warning("One process: cannot start worker processes (%s)", error)
+            self._here(entries)
+            return
+        log.info("Fetching on %s worker processes, %s resources in progress at most", count,
+                 " + ".join(str(job.concurrency) for job in given))
+        state = transfer.state
+        with workers:
+            for outcome, record in workers.map(entries, self._incomplete):
+                # what the transfer records on one process: a fetched object, an unchanged
+                # one the state does not hold as it is
+                if record is not None and (outcome.kind == "fetched"
+                                           or state.get(record.uri) != record):
+                    state.put(record)
+                state.mark_seen(outcome.uri)
+                self.tally.count(outcome)
 
     def from_resource_dump(self, url: str) -> datetime | None:
         """Every bitstream of every package of a Resource Dump or its index (11.1); its ``at``."""
+        if self.processes is not None and self.processes > 1:
+            self.tally.log.info("One process, not %s: a Resource Dump's packages are unpacked "
+                                "here", self.processes)
         head = self.client.read_document(url).head
         for package in self._listed(resource_dump_packages(self.client, url), url):
             self._unpack(package)

@@ -1,6 +1,7 @@
 """A change read and the position before it as plain values (strings, numbers, None, tuples,
 dicts), which :mod:`marshal` turns into compact bytes fast: how a run's coalesced changes wait
-in a scratch database.
+in a scratch database. Entries and the records kept of them travel to and from a baseline's
+worker processes the same way (pickling the model's objects costs several times more).
 
 The trip is exact for every value the reader produces: each field of the entry, its ``rs:md``
 and ``rs:ln`` (``extra`` and ``line`` too), the list and index it came from, ``doubtful``, and
@@ -21,8 +22,10 @@ from ..protocol.datetimes import ZONE_ASSUMED
 from ..protocol.hashes import Hashes, HashValue
 from ..protocol.model import Entry, Link, Metadata
 from ..protocol.position import ChangeListRef, ChangePosition
+from ..storage.state import ObjectRecord
 
-__all__ = ["from_plain", "to_plain"]
+__all__ = ["entry_from_plain", "entry_plain", "from_plain", "record_from_plain", "record_plain",
+           "to_plain"]
 
 Plain = tuple[Any, ...]
 
@@ -30,24 +33,46 @@ _ASSUMED = "?"  # appended to the text of a time read with no time zone
 
 
 def to_plain(item: ChangeItem, before: ChangePosition) -> Plain:
-    entry, ref = item.entry, item.list
-    return (entry.loc, _time(entry.lastmod), entry.changefreq, _md(entry.md),
-            tuple(map(_link, entry.links)), entry.extra, entry.line,
-            ref.url, _time(ref.from_), _time(ref.until), item.index, item.doubtful,
-            _time(before.time), before.list_url, _time(before.list_from), before.consumed,
-            before.last)
+    ref = item.list
+    return (*entry_plain(item.entry), ref.url, _time(ref.from_), _time(ref.until), item.index,
+            item.doubtful, _time(before.time), before.list_url, _time(before.list_from),
+            before.consumed, before.last)
 
 
 def from_plain(plain: Plain) -> tuple[ChangeItem, ChangePosition]:
     """What :func:`to_plain` was given."""
-    (loc, lastmod, changefreq, md, links, extra, line, url, from_, until, index, doubtful,
-     time, list_url, list_from, consumed, last) = plain
-    entry = Entry(loc, _from_time(lastmod), changefreq, _from_md(md),
-                  tuple(map(_from_link, links)), extra, line)
-    item = ChangeItem(ChangeListRef(url, _from_time(from_), _from_time(until)), index, entry,
-                      doubtful)
+    (url, from_, until, index, doubtful, time, list_url, list_from, consumed,
+     last) = plain[_ENTRY_FIELDS:]
+    item = ChangeItem(ChangeListRef(url, _from_time(from_), _from_time(until)), index,
+                      entry_from_plain(plain[:_ENTRY_FIELDS]), doubtful)
     return item, ChangePosition(_from_time(time), list_url, _from_time(list_from), consumed,
                                 last)
+
+
+def entry_plain(entry: Entry) -> Plain:
+    return (entry.loc, _time(entry.lastmod), entry.changefreq, _md(entry.md),
+            tuple(map(_link, entry.links)), entry.extra, entry.line)
+
+
+_ENTRY_FIELDS = 7
+
+
+def entry_from_plain(plain: Plain) -> Entry:
+    """What :func:`entry_plain` was given."""
+    loc, lastmod, changefreq, md, links, extra, line = plain
+    return Entry(loc, _from_time(lastmod), changefreq, _from_md(md),
+                 tuple(map(_from_link, links)), extra, line)
+
+
+def record_plain(record: ObjectRecord) -> Plain:
+    return (record.uri, record.key, record.length, _hashes(record.hashes),
+            _time(record.lastmod), record.type)
+
+
+def record_from_plain(plain: Plain) -> ObjectRecord:
+    """What :func:`record_plain` was given."""
+    uri, key, length, hashes, lastmod, type_ = plain
+    return ObjectRecord(uri, key, length, _from_hashes(hashes), _from_time(lastmod), type_)
 
 
 def _md(md: Metadata | None) -> Plain | None:

@@ -83,7 +83,7 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
     assert templated.outlets == shard.outlets == []
     assert set(ResourceSyncBaselineOperator.template_fields) == {
         "destination", "capability_list_url", "key_prefixes", "shard_index", "public_url",
-        "resourcesync_conn_id", "aws_conn_id"}
+        "resourcesync_conn_id", "aws_conn_id", "processes"}
 
 
 @pytest.mark.parametrize("make", [
