@@ -5,8 +5,9 @@ its own, as it would across a network. In each scenario the contestants alternat
 rounds and each keeps its best rate: a shared VM's speed drifts by several times within a minute,
 and back-to-back single runs would compare them at different speeds. Contestants:
 
-- ``engine``: our baseline engine (``run_baseline``) into a local directory, verifying every
-  resource's hashes and length before it commits it;
+- ``engine``: our baseline engine (``run_baseline``, its defaults) into a local directory,
+  verifying every resource's hashes and length before it commits it; how many processes it
+  fetched on in each round ("auto" decides per run) is printed under its scenario;
 - ``resync``: ``resync-sync --baseline`` of resync 2.0.1, the reference implementation, from an
   environment of its own built with uv (``testing/toolenv.py``; not a dependency); in (c) with
   ``--hash md5 --hash sha-256``, as a user who wants downloads verified asks. resync 2.0.1 drops
@@ -41,6 +42,7 @@ Run: ``make bench-baseline`` or ``uv run python benchmarks/baseline.py`` (about 
 from __future__ import annotations
 
 import argparse
+import logging
 import multiprocessing
 import os
 import random
@@ -120,11 +122,35 @@ def source_process(count: int, size: int, delay: float) -> Iterator[Served]:
 # -- the contestants --------------------------------------------------------------------------
 
 
+class ProcessesUsed(logging.Handler):
+    """How many processes each engine run fetched on, from its log ("auto" decides per run,
+    by the listing's length and the cores the machine's load leaves free)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.runs: list[int] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.msg.startswith("Baseline from %s %s into"):
+            self.runs.append(1)
+        elif record.msg.startswith("Fetching on %s worker processes") and self.runs:
+            self.runs[-1] = int(record.args[0])  # type: ignore[index]
+
+
+PROCESSES = ProcessesUsed()
+
+
 def engine(served: Served, directory: Path, workers: int) -> None:
     policy = ClientPolicy(allow_private=True, concurrency_per_host=workers)
-    with ResourceSyncClient(policy, source_urls=[served.capability_list]) as client:
-        run_baseline(client, LocalDestination(directory),
-                     capability_list_url=served.capability_list, concurrency=workers)
+    log = logging.getLogger("airflow_provider_resourcesync.sync.baseline")
+    log.setLevel(logging.INFO)
+    log.addHandler(PROCESSES)
+    try:
+        with ResourceSyncClient(policy, source_urls=[served.capability_list]) as client:
+            run_baseline(client, LocalDestination(directory),
+                         capability_list_url=served.capability_list, concurrency=workers)
+    finally:
+        log.removeHandler(PROCESSES)
 
 
 def bare_loop(served: Served, directory: Path, workers: int) -> None:
@@ -356,8 +382,11 @@ def main() -> int:
         for scenario in scenarios(args):
             if args.only and scenario.name[1] not in args.only:
                 continue
+            PROCESSES.runs.clear()
             best = measure(scenario, peers, args.concurrency, args.rounds, Path(scratch))
             ok &= report(scenario, best, peers)
+            print(f"    the engine fetched on {', '.join(map(str, PROCESSES.runs))} "
+                  "process(es), round by round")
             sys.stdout.flush()
     print("bars met" if ok else "bars NOT met")
     return 0 if ok else 1
