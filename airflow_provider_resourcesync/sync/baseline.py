@@ -202,15 +202,11 @@ class _Run:
             return
         log.info("Fetching on %s worker processes, %s resources in progress at most", count,
                  " + ".join(str(job.concurrency) for job in given))
-        state = transfer.state
         with workers:
             for outcome, record in workers.map(entries, self._incomplete):
-                # what the transfer records on one process: a fetched object, an unchanged
-                # one the state does not hold as it is
-                if record is not None and (outcome.kind == "fetched"
-                                           or state.get(record.uri) != record):
-                    state.put(record)
-                state.mark_seen(outcome.uri)
+                if record is not None:  # kept here by the rule the worker's transfer follows
+                    transfer.keep(record, fetched=outcome.kind == "fetched")
+                transfer.state.mark_seen(outcome.uri)
                 self.tally.count(outcome)
 
     def from_resource_dump(self, url: str) -> datetime | None:

@@ -99,10 +99,15 @@ class Transfer:
         info = self.destination.info(key)
         if info is None or agrees(expected, info) is not True:
             return False
-        record = replace(ObjectRecord.of(key, info), uri=expected.uri)  # another spelling's
-        if self.state.get(expected.uri) != record:
-            self.state.put(record)
+        self.keep(replace(ObjectRecord.of(key, info), uri=expected.uri), fetched=False)
         return True
+
+    def keep(self, record: ObjectRecord, *, fetched: bool) -> None:
+        """Record what a resource's outcome left at the destination: a fetched object always,
+        one held unchanged only where the state does not hold it as it is (a record of another
+        spelling, or one a killed run did not save)."""
+        if fetched or self.state.get(record.uri) != record:
+            self.state.put(record)
 
     def fetch(self, client: ResourceSyncClient, entry: Entry, key: str) -> Outcome:
         """Download the resource (mirrors by ``pri``, then ``loc``), verified, to ``key``."""
@@ -111,7 +116,7 @@ class Transfer:
             info = ObjectInfo(entry.loc, download.length, download.hashes, entry.lastmod,
                               _type(entry) or download.content_type)
             staged.commit(info)
-        self.state.put(ObjectRecord.of(key, info))
+        self.keep(ObjectRecord.of(key, info), fetched=True)
         return Outcome(entry.loc, "fetched", download.length)
 
     def copy(self, package: DumpPackage, entry: Entry, key: str) -> Outcome:
@@ -127,7 +132,7 @@ class Transfer:
             info = ObjectInfo(entry.loc, digester.length, digester.hashes(), entry.lastmod,
                               _type(entry))
             staged.commit(info)
-        self.state.put(ObjectRecord.of(key, info))
+        self.keep(ObjectRecord.of(key, info), fetched=True)
         return Outcome(entry.loc, "fetched", digester.length)
 
 
