@@ -3,7 +3,8 @@
 ``protocol`` <- ``client``, ``storage`` <- ``sync``, ``publish`` <- the shell (hooks, operators,
 sensors, triggers). ``errors`` is a leaf every layer may use; ``workdirs`` (work folders of one
 process) a leaf the layers doing I/O may use, itself using ``errors`` only; ``units`` (amounts
-as log lines show them) a leaf of no imports that the engines (sync, publish) may use.
+as log lines show them) a leaf of no imports that the engines (sync, publish) may use; ``cores``
+(the cores a process may use, and those idle) a leaf of no imports for client and sync.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ PACKAGE = "airflow_provider_resourcesync"
 # Layer -> the package's own modules it may import; third-party packages it must not.
 ALLOWED = {
     "protocol": {"protocol", "errors"},
-    "client": {"protocol", "client", "errors", "workdirs"},
+    "client": {"protocol", "client", "errors", "workdirs", "cores"},
     "storage": {"protocol", "storage", "errors", "workdirs"},
-    "sync": {"protocol", "client", "storage", "sync", "errors", "workdirs", "units"},
+    "sync": {"protocol", "client", "storage", "sync", "errors", "workdirs", "units", "cores"},
     "publish": {"protocol", "client", "storage", "publish", "errors", "workdirs", "units"},
     "testing": {"protocol", "testing", "errors"},
     "workdirs": {"errors"},
     "units": set(),
+    "cores": set(),
 }
 FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
@@ -35,6 +37,7 @@ FORBIDDEN = {
     "testing": {"airflow", "httpx", "boto3"},
     "workdirs": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     "units": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
+    "cores": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
 }
 
 

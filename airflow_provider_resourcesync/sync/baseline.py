@@ -30,6 +30,7 @@ from ..client.navigate import (
     resource_list,
 )
 from ..client.sync_client import ResourceSyncClient
+from ..cores import CpuSample
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability, DocumentKind, Entry
 from ..protocol.position import ChangePosition
@@ -79,7 +80,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         one process makes. 1: this process alone. A number: that many wherever workers can be
         used: a Resource List (not a dump), mirrored whole (no ``shard``), into a local
         directory. None ("auto"): as many as pay: where workers can be used and the list holds
-        at least 2,000 entries, one per core the machine's load leaves free, this run's
+        at least 2,000 entries, one per core left idle while the list was read, this run's
         included (:func:`~.processes.free_cores`; 4 at most); else 1. Never more workers
         than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one request in
         flight each at least).
@@ -161,6 +162,7 @@ class _Run:
 
     def from_resource_list(self, url: str) -> datetime | None:
         """Every resource of a Resource List or its index (10.1, 10.2); the list's ``at``."""
+        since = CpuSample.take()  # "auto" measures the cores left idle while the list is read
         with resource_list(self.client, url) as walk:
             # the parts of an index are read while the resources are fetched; a single list
             # was fetched whole when opened
@@ -173,7 +175,7 @@ class _Run:
             count = worker_count(self.processes, destination=self.transfer.destination,
                                  shard=self.shard, concurrency=self.concurrency,
                                  policy=self.client.policy, parent_fetches=index,
-                                 log=self.tally.log) if pays else 1
+                                 since=since, log=self.tally.log) if pays else 1
             if count > 1:
                 self._on_workers(count, entries, index)
             else:

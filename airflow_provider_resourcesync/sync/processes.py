@@ -27,11 +27,11 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
+from ..cores import CpuSample, usable_cores
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.model import Entry
@@ -70,14 +70,14 @@ def check_processes(processes: int | None) -> None:
 
 def worker_count(processes: int | None, *, destination: Destination, shard: Shard | None,
                  concurrency: int, policy: ClientPolicy, parent_fetches: bool,
-                 log: logging.Logger) -> int:
+                 since: CpuSample, log: logging.Logger) -> int:
     """How many workers a baseline from a Resource List may use (1: none, the run stays in this
     process), before the size of the listing is known.
 
     Workers need a local destination (each opens the directory itself), a run that is not a
-    shard of a sharded baseline, and an interpreter to start. ``processes`` None ("auto") takes
-    one per core free for one (:func:`free_cores`), :data:`MAX_AUTO` at most; a number is taken
-    as given. Either way there are no more workers than requests may be in flight
+    shard of a sharded baseline, and an interpreter to start. ``processes`` None ("auto")
+    takes one per core free since ``since`` (:func:`free_cores`), :data:`MAX_AUTO` at most; a
+    number is taken as given. Either way there are no more workers than requests may be in flight
     (``concurrency``, ``concurrency_per_host``, less one for the parent if it reads the
     listing's parts meanwhile): each needs one.
     """
@@ -92,27 +92,25 @@ def worker_count(processes: int | None, *, destination: Destination, shard: Shar
         if processes is not None:
             log.info("One process, not %s: %s", processes, why_not)
         return 1
-    wanted = processes or min(free_cores(log), MAX_AUTO)
+    wanted = processes or min(free_cores(log, since), MAX_AUTO)
     return max(1, min(wanted, concurrency - parent_fetches,
                       policy.concurrency_per_host - parent_fetches))
 
 
-def free_cores(log: logging.Logger) -> int:
-    """The cores this run may keep busy: those it may use (its CPU affinity, or fewer under a
-    container's CPU quota, cgroup v2's ``cpu.max``) that the machine's load over the last
-    minute leaves free (rounded), plus the one this run is on. Workers pay only on a core
-    nobody else needs: where the cores are busy, their extra work (a fifth more CPU a resource
-    in all) only slows everything down."""
-    cores = float(len(os.sched_getaffinity(0)))
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
-        cores = min(cores, int(quota) / int(period)) if quota != "max" else cores
-    except (OSError, ValueError):  # no cgroup v2 quota to read
-        pass
-    load = os.getloadavg()[0]
-    free = max(1, min(int(cores), round(cores - load) + 1))
+def free_cores(log: logging.Logger, since: CpuSample) -> int:
+    """The cores this run may keep busy: those it may use (:func:`~..cores.usable_cores`) that
+    nothing but this run has used since ``since`` (rounded, at least the one it is on).
+    Workers pay only on a core nobody else needs: where the cores are busy, their extra work
+    (a fifth more CPU a resource in all) only slows everything down. Idle time measured now,
+    not the load average, which lags by a minute and would count a job that ended just
+    before."""
+    cores = usable_cores()
+    spare = since.spare_cores()
+    if spare is None:  # no /proc/stat: take the cores as free
+        return max(1, int(cores))
+    free = max(1, min(int(cores), round(spare)))
     if free < 2 <= cores:
-        log.info("One process: the machine is busy (load %.1f on %.0f cores)", load, cores)
+        log.info("One process: the machine is busy (%.1f of %.0f cores spare)", spare, cores)
     return free
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from airflow_provider_resourcesync.client.policy import Credentials
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.cores import CpuSample
 from airflow_provider_resourcesync.errors import ConfigurationError, SyncIncompleteError
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
@@ -310,7 +311,7 @@ def test_auto_keeps_one_process_for_a_short_list_and_for_s3(
     assert "worker process" not in caplog.text and held(local) == source.state()
 
     monkeypatch.setattr("airflow_provider_resourcesync.sync.baseline.AUTO_LISTING", 10)
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    monkeypatch.setattr(CpuSample, "spare_cores", lambda _: 64.0)  # an idle machine
     caplog.clear()
     baseline(client, destination, source, remove_missing=True)
     cores = min(len(os.sched_getaffinity(0)), 4)
@@ -329,23 +330,24 @@ def test_limits_on_requests_in_flight_are_split_between_the_workers(
     log = logging.getLogger("test")
     caplog.set_level(logging.INFO)
     cores = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine
+    monkeypatch.setattr(CpuSample, "spare_cores", lambda _: 64.0)  # an idle machine
     assert shares(16, 2) == [8, 8] and shares(15, 2) == [8, 7] and shares(5, 3) == [2, 2, 1]
     credentials = Credentials(server.base_url, username="user", password="secret")
     with client_for(server, concurrency_per_host=5, credentials=credentials) as client:
         def count(processes: int | None, **options: Any) -> int:
             return worker_count(processes, **({"destination": local, "shard": None,
                                                 "concurrency": 16, "policy": client.policy,
-                                                "parent_fetches": False, "log": log} | options))
+                                                "parent_fetches": False, "log": log,
+                                                "since": CpuSample.take()} | options))
 
         assert count(8) == 5  # no more workers than requests may be in flight on the host
         assert count(8, parent_fetches=True) == 4  # one request left for the parent
         assert count(8, concurrency=3) == 3 and count(1) == 1
         assert count(None) == min(cores, 4)
         # auto: a worker per core nobody else needs, the one this run is on included
-        monkeypatch.setattr(os, "getloadavg", lambda: (cores + 0.0, 0.0, 0.0))
+        monkeypatch.setattr(CpuSample, "spare_cores", lambda _: 0.4)
         assert count(None) == 1 and count(3) == 3
-        assert (f"One process: the machine is busy (load {cores:.1f} on {cores} cores)"
+        assert (f"One process: the machine is busy (0.4 of {cores} cores spare)"
                 in caplog.text) == (cores > 1)
         assert count(4, shard=Shard(0, 2)) == 1
         mapper = KeyMapper({server.base_url + "/dataset1/": "data/"})

@@ -1,0 +1,56 @@
+"""Idle cores measured from ``/proc/stat`` (``cores.py``): what "auto" starts workers by."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from airflow_provider_resourcesync.cores import MIN_SPAN, CpuSample, usable_cores
+from airflow_provider_resourcesync.sync.processes import free_cores
+
+#: A process that keeps one core busy for a few seconds at most (bounded, whatever happens).
+_BURN = "import time\nend = time.monotonic() + 5\nwhile time.monotonic() < end: pass\n"
+
+
+@contextmanager
+def every_core_busy() -> Iterator[None]:
+    burners = [subprocess.Popen([sys.executable, "-c", _BURN])
+               for _ in range(len(os.sched_getaffinity(0)))]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def test_cores_busy_with_other_processes_are_not_spare(caplog: pytest.LogCaptureFixture) -> None:
+    """Another job that keeps every core busy leaves none spare, at once: no lag of a load
+    average (which counted, for a minute, a job that had just ended)."""
+    caplog.set_level(logging.INFO)
+    with every_core_busy():
+        since = CpuSample.take()
+        spare = since.spare_cores()
+        assert spare is not None and spare < 0.6
+        assert free_cores(logging.getLogger("test"), CpuSample.take()) == 1
+    if usable_cores() >= 2:
+        assert "One process: the machine is busy" in caplog.text
+
+
+def test_this_process_s_own_work_counts_as_spare() -> None:
+    """What the run itself did meanwhile (reading the list) is not someone else's load."""
+    since = CpuSample.take()
+    end = since.at + 2 * MIN_SPAN
+    while time.monotonic() < end:  # this process busy on one core
+        pass
+    spare = since.spare_cores()
+    own = CpuSample.take().own - since.own
+    assert spare is not None and own > MIN_SPAN
+    assert spare >= own / (2 * MIN_SPAN) * 0.8  # at least this process's core
