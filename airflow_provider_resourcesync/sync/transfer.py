@@ -18,7 +18,7 @@ from datetime import datetime
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ResourceSyncError
-from ..protocol.hashes import DigestingWriter
+from ..protocol.hashes import DigestingWriter, stored_digests
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
@@ -28,10 +28,6 @@ from .compare import Expected, agrees
 from .tally import Outcome
 
 __all__ = ["Transfer"]
-
-#: Digests stored with every object, whatever the Source lists: an audit can always compare.
-STORED_DIGESTS = ("md5", "sha-256")
-
 
 class Transfer:
     """Writes resources into ``destination`` at ``mapper``'s keys, recorded in ``state``."""
@@ -123,9 +119,8 @@ class Transfer:
         """Copy the entry's bitstream out of ``package``, verified against the manifest, to
         ``key``."""
         hashes = entry.md.hash if entry.md is not None else None
-        known = tuple(value.algorithm for value in hashes.values) if hashes else ()
         with self.destination.stage(key) as staged:
-            output = DigestingWriter(staged.file, (*STORED_DIGESTS, *known))
+            output = DigestingWriter(staged.file, stored_digests(hashes))
             for chunk in package.read_verified(entry):  # verified after the last chunk
                 output.write(chunk)
             digester = output.digester

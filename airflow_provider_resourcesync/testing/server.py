@@ -127,6 +127,9 @@ class SourceServer:
                  tls: ssl.SSLContext | None = None) -> None:
         self.delay = delay
         self.connections_opened = 0
+        #: The most requests answered at once since the log was reset (see :meth:`reset_log`).
+        self.most_at_once = 0
+        self._answering = 0
         self._max_lifetime = max_lifetime
         self._lock = threading.Lock()
         self._stopped = threading.Event()
@@ -318,6 +321,7 @@ class SourceServer:
         with self._lock:
             self._log.clear()
             self._body_bytes.clear()
+            self.most_at_once = self._answering
 
     def body_bytes_sent(self, path: str) -> int:
         """Body bytes handed to clients for ``path`` (as requested, query included) since
@@ -335,6 +339,11 @@ class SourceServer:
             self._log.append(record)
 
     # -- used by the request handler -------------------------------------------------------------
+
+    def _answering_one(self, more: int) -> None:
+        with self._lock:
+            self._answering += more
+            self.most_at_once = max(self.most_at_once, self._answering)
 
     def _pause(self, seconds: float) -> None:
         """Wait, unless the server stops first."""
@@ -436,6 +445,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         source = self.server.source
+        source._answering_one(1)
+        try:
+            self._answer_now(source)
+        finally:
+            source._answering_one(-1)
+
+    def _answer_now(self, source: SourceServer) -> None:
         source._pause(source.delay)
         fault = source._take_fault(self.path)
         if fault.kind == "drop":

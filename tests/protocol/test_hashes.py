@@ -19,6 +19,7 @@ from airflow_provider_resourcesync.protocol.hashes import (
     DigestingWriter,
     Hashes,
     HashValue,
+    stored_digests,
 )
 
 DATA = b"The quick brown fox jumps over the lazy dog" * 1000
@@ -114,6 +115,27 @@ def test_sha_512_is_computed_when_expected() -> None:
     assert digester.verify("http://example.com/a", hashes=expected)
 
 
+def test_the_strongest_listed_algorithm_is_the_one_verified() -> None:
+    """Section 7 lets one attribute carry several digests of the same bytes: the strongest we
+    can compute proves them, whatever else is listed (or written wrong) beside it."""
+    md5, sha256 = hashlib.md5(DATA).hexdigest(), hashlib.sha256(DATA).hexdigest()
+    assert Hashes.parse(f"md5:{md5} sha-256:{sha256}").strongest() == ("sha-256",)
+    assert Hashes.parse(f"crc32:00 sha-1:ab MD5:{md5}").strongest() == ("sha-1",)
+    assert Hashes.parse("crc32:00").strongest() == ()
+    assert stored_digests(Hashes.parse(f"md5:{md5}")) == ("sha-256", "md5")
+    assert stored_digests(Hashes.parse(f"sha-256:{sha256} md5:{md5}")) == ("sha-256",)
+    assert stored_digests(None) == ("sha-256",)
+    wrong_md5 = Hashes.parse(f"md5:{'0' * 32} sha-256:{sha256}")
+    digester = Digester.for_expected(wrong_md5)
+    digester.update(DATA)
+    assert digester.verify("http://example.com/a", hashes=wrong_md5)
+    wrong_sha = Hashes.parse(f"md5:{md5} sha-256:{'0' * 64}")
+    digester = Digester.for_expected(wrong_sha)
+    digester.update(DATA)
+    with pytest.raises(ContentMismatchError, match="sha-256 hash mismatch"):
+        digester.verify("http://example.com/a", hashes=wrong_sha)
+
+
 def test_a_digesting_writer_passes_every_byte_on_and_digests_it() -> None:
     target = io.BytesIO()
     writer = DigestingWriter(target, ("md5", "sha-256"))
@@ -169,13 +191,24 @@ def test_a_stream_abandoned_half_way_frees_the_helpers() -> None:
     """A failed try drops its digester mid-stream; the next large stream still gets the
     helpers."""
     for _ in range(4):
-        Digester(("md5",)).update(bytes(3 * OVERLAP_AFTER))
+        Digester(("md5", "sha-256")).update(bytes(3 * OVERLAP_AFTER))
     assert _digested_on_helpers(64)
+
+
+def test_a_stream_in_one_algorithm_is_digested_on_the_caller_s_thread() -> None:
+    """Handing one digest over would only add waits for the interpreter's lock: no helper
+    works beside another (docs/design.md, "Large resources")."""
+    before = _helper_cpu_ticks()
+    digester = Digester(("sha-256",))
+    for _ in range(64):
+        digester.update(bytes(OVERLAP_AFTER))
+    assert digester.hexdigest("sha-256") == hashlib.sha256(bytes(64 * OVERLAP_AFTER)).hexdigest()
+    assert _helper_cpu_ticks() == before
 
 
 def test_a_reused_buffer_is_digested_as_it_was_when_passed() -> None:
     """A caller may refill its buffer as soon as update returns (shutil's copy loops do)."""
-    digester = Digester(("md5",))
+    digester = Digester(("md5", "sha-256"))
     expected = hashlib.md5()
     buffer = bytearray(256 * 1024)
     for number in range(3 * OVERLAP_AFTER // len(buffer)):
@@ -186,7 +219,7 @@ def test_a_reused_buffer_is_digested_as_it_was_when_passed() -> None:
 
 
 def _digest_in_child(pipe: Connection) -> None:
-    digester = Digester(("sha-256",))
+    digester = Digester(("md5", "sha-256"))
     for _ in range(4):
         digester.update(bytes(OVERLAP_AFTER))
     pipe.send(digester.hexdigest("sha-256"))
@@ -195,7 +228,7 @@ def _digest_in_child(pipe: Connection) -> None:
 def test_a_forked_child_digests_large_streams() -> None:
     """A child forked after the helpers started (the parent's threads are not in it) starts
     its own instead of waiting for ever."""
-    Digester(("md5",)).update(bytes(2 * OVERLAP_AFTER))  # the helpers run in this process
+    Digester(("md5", "sha-256")).update(bytes(2 * OVERLAP_AFTER))  # helpers run in this process
     ours, theirs = multiprocessing.Pipe()
     child = multiprocessing.get_context("fork").Process(target=_digest_in_child, args=(theirs,))
     child.start()
