@@ -80,7 +80,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
         one process makes. 1: this process alone. A number: that many wherever workers can be
         used: a Resource List (not a dump), mirrored whole (no ``shard``), into a local
         directory. None ("auto"): as many as pay: where workers can be used and the list holds
-        at least 2,000 entries, one per core left idle while the list was read, this run's
+        at least 3,000 entries, one per core left idle while the list was read, this run's
         included (:func:`~.processes.free_cores`; 4 at most); else 1. Never more workers
         than ``concurrency`` and the policy's ``concurrency_per_host`` allow (one request in
         flight each at least).

@@ -50,7 +50,7 @@ __all__ = ["AUTO_LISTING", "MAX_AUTO", "Job", "Workers", "check_processes", "fre
 MAX_AUTO = 4
 #: "auto" starts workers only for a listing of at least this many entries: starting them
 #: costs about a second of the machine's time, which a shorter listing does not win back.
-AUTO_LISTING = 2_000
+AUTO_LISTING = 3_000
 #: Entries sent to a worker at once, once it has enough to do.
 BATCH = 64
 #: Seconds a worker is given to end once told to, before it is killed.
