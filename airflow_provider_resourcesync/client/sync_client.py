@@ -166,7 +166,7 @@ class ResourceSyncClient(ClosedOnExit):
         A resource listed at :data:`BULK_AFTER` bytes or more waits, before its request, until
         fewer than :func:`bulk_slots` such downloads are under way in this client: more at once
         only share the same cores, and each one's buffers and switches cost more than the
-        latency they hide (docs/design.md, "Large resources"). Smaller ones never wait for them.
+        latency they hide (docs/design.md, "Large resources"). Smaller ones are not counted.
 
         :raises ContentMismatchError: still mismatched after the policy's tries.
         """
