@@ -71,15 +71,15 @@ def response_fields(response: httpx.Response) -> dict[str, str]:
     return fields
 
 
-def _declared_length(fields: Mapping[str, str]) -> int | None:
-    """The body's ``Content-Length``, when it counts the bytes the sink sees (no content
-    coding, which httpx decodes)."""
+def _content_length(fields: Mapping[str, str]) -> int | None:
+    """The ``Content-Length`` a response declares, if it is a number."""
     declared = fields.get("content-length")
-    if declared is None or not declared.isdigit():
-        return None
-    if fields.get("content-encoding", "identity").strip().lower() != "identity":
-        return None
-    return int(declared)
+    return int(declared) if declared is not None and declared.isdigit() else None
+
+
+def _identity(fields: Mapping[str, str]) -> bool:
+    """Whether the body comes as sent, with no content coding (which httpx decodes)."""
+    return fields.get("content-encoding", "identity").strip().lower() == "identity"
 
 
 class _CappedSink:
@@ -102,11 +102,12 @@ class _CappedSink:
         if response.status_code not in ok:
             raise FetchError(f"HTTP {response.status_code} {response.reason_phrase}",
                              url=self.url, status=response.status_code, tries=tries)
-        declared = fields.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self._max_bytes:
-            raise self._too_large(int(declared))
+        declared = _content_length(fields)
+        if declared is not None and declared > self._max_bytes:
+            raise self._too_large(declared)
         self._count = 0
-        self._declared = _declared_length(fields)
+        # what the sink sees is counted against it only where no content coding changes it
+        self._declared = declared if _identity(fields) else None
 
     def _counted(self, chunk: bytes) -> bytes:
         self._count += len(chunk)

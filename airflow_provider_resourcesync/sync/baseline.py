@@ -43,7 +43,14 @@ from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
 from .packages import fetched_package
 from .pool import bounded_map
-from .processes import AUTO_LISTING, Workers, check_processes, jobs, worker_count
+from .processes import (
+    AUTO_LISTING,
+    Workers,
+    check_processes,
+    jobs,
+    why_one_process,
+    worker_count,
+)
 from .shard import Shard
 from .tally import Outcome, Tally, fix_for
 from .transfer import Transfer
@@ -168,8 +175,11 @@ class _Run:
             # was fetched whole when opened
             index = not walk.urls
             entries: Iterable[Entry] = self._mine(self._listed(walk, url))
-            pays = True
-            if self.processes is None:  # "auto": workers only for a list long enough
+            # "auto": workers only where they can run (asked first: nothing is held back for a
+            # run that cannot have them), for a list long enough
+            pays = self.processes is not None or why_one_process(
+                self.transfer.destination, self.shard) is None
+            if self.processes is None and pays:
                 head = list(islice(entries, AUTO_LISTING))
                 pays, entries = len(head) == AUTO_LISTING, chain(head, entries)
             count = worker_count(self.processes, destination=self.transfer.destination,

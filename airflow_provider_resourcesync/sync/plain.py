@@ -14,6 +14,7 @@ this form costs the least per change and is the smallest but for the XML, which 
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -23,13 +24,15 @@ from ..protocol.hashes import Hashes, HashValue
 from ..protocol.model import Entry, Link, Metadata
 from ..protocol.position import ChangeListRef, ChangePosition
 from ..storage.state import ObjectRecord
+from .tally import Outcome
 
-__all__ = ["entry_from_plain", "entry_plain", "from_plain", "record_from_plain", "record_plain",
-           "to_plain"]
+__all__ = ["entry_from_plain", "entry_plain", "from_plain", "outcome_from_plain", "outcome_plain",
+           "record_from_plain", "record_plain", "to_plain"]
 
 Plain = tuple[Any, ...]
 
 _ASSUMED = "?"  # appended to the text of a time read with no time zone
+_OUTCOME_FIELDS = tuple(field.name for field in fields(Outcome))  # every one, in order
 
 
 def to_plain(item: ChangeItem, before: ChangePosition) -> Plain:
@@ -130,3 +133,12 @@ def _from_time(text: str | None) -> datetime | None:
     if text.endswith(_ASSUMED):
         return datetime.fromisoformat(text[:-1]).replace(tzinfo=ZONE_ASSUMED)
     return datetime.fromisoformat(text)
+
+
+def outcome_plain(outcome: Outcome) -> Plain:
+    """A resource's outcome, each of its fields in order."""
+    return tuple([getattr(outcome, name) for name in _OUTCOME_FIELDS])
+
+
+def outcome_from_plain(plain: Plain) -> Outcome:
+    return Outcome(*plain)

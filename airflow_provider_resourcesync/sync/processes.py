@@ -39,12 +39,19 @@ from ..storage.base import Destination
 from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
 from ..storage.state import ObjectRecord
-from .plain import Plain, entry_plain, record_from_plain, record_plain
+from .plain import (
+    Plain,
+    entry_plain,
+    outcome_from_plain,
+    outcome_plain,
+    record_from_plain,
+    record_plain,
+)
 from .shard import Shard, part_of
 from .tally import Outcome
 
 __all__ = ["AUTO_LISTING", "MAX_AUTO", "Job", "Workers", "check_processes", "free_cores",
-           "outcome_message", "shares", "worker_count"]
+           "outcome_message", "shares", "why_one_process", "worker_count"]
 
 #: The most workers "auto" starts, however many cores there are.
 MAX_AUTO = 4
@@ -68,6 +75,15 @@ def check_processes(processes: int | None) -> None:
                                  "1, or None (as many as pay)")
 
 
+def why_one_process(destination: Destination, shard: Shard | None) -> str | None:
+    """Why a run cannot have workers (None: it can): each opens the local directory itself,
+    a shard stays whole, and each is an interpreter to start."""
+    return ("the destination is not a local directory" if type(destination) is not LocalDestination
+            else "this run is a shard of a sharded baseline" if shard is not None
+            else "no Python interpreter to start is known" if not sys.executable
+            else None)
+
+
 def worker_count(processes: int | None, *, destination: Destination, shard: Shard | None,
                  concurrency: int, policy: ClientPolicy, parent_fetches: bool,
                  since: CpuSample, log: logging.Logger) -> int:
@@ -83,11 +99,7 @@ def worker_count(processes: int | None, *, destination: Destination, shard: Shar
     """
     if processes == 1:
         return 1
-    why_not = (
-        "the destination is not a local directory" if type(destination) is not LocalDestination
-        else "this run is a shard of a sharded baseline" if shard is not None
-        else "no Python interpreter to start is known" if not sys.executable
-        else None)
+    why_not = why_one_process(destination, shard)
     if why_not is not None:
         if processes is not None:
             log.info("One process, not %s: %s", processes, why_not)
@@ -249,7 +261,7 @@ class Workers(ClosedOnExit):
                 if kind == "outcome":
                     worker.reported += 1
                     outcome, record = values
-                    yield Outcome(*outcome), record and record_from_plain(record)
+                    yield outcome_from_plain(outcome), record and record_from_plain(record)
                 elif kind == "log":  # where this process would log it
                     name, level, text = values
                     if logging.getLogger(name).isEnabledFor(level):
@@ -315,8 +327,7 @@ def _start(job: Job) -> _Worker:
 
 def outcome_message(outcome: Outcome, record: ObjectRecord | None) -> tuple[Any, ...]:
     """What a worker sends up for one entry (plain values: they cost least to pickle)."""
-    return ("outcome", (outcome.uri, outcome.kind, outcome.length, outcome.reason,
-                        outcome.rerun_helps, outcome.fix), record and record_plain(record))
+    return ("outcome", outcome_plain(outcome), record and record_plain(record))
 
 
 def _tell(worker: _Worker, message: object) -> bool:

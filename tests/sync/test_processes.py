@@ -35,7 +35,7 @@ from airflow_provider_resourcesync.sync.processes import jobs, shares, worker_co
 from airflow_provider_resourcesync.sync.shard import Shard, part_of
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
-from .conftest import client_for, held, path_of, resource_gets
+from .conftest import INITIAL, client_for, held, path_of, resource_gets
 from .test_baseline import audit_is_clean
 
 ROOT = Path(__file__).parents[2]
@@ -322,6 +322,22 @@ def test_auto_keeps_one_process_for_a_short_list_and_for_s3(
         caplog.clear()
         baseline(client, destination, source, processes=2)
         assert "One process, not 2: the destination is not a local directory" in caplog.text
+
+
+def test_auto_holds_nothing_back_where_workers_cannot_run(
+        client: ResourceSyncClient, server: SourceServer, source: ResourceSyncSource,
+        local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shard (or an S3 destination) never gets workers, so "auto" does not read ahead to
+    count the list first: the first resource is fetched before the index's last part is read
+    (spec 10.2)."""
+    monkeypatch.setattr("airflow_provider_resourcesync.sync.baseline.AUTO_LISTING", len(INITIAL))
+    source.publish(max_entries=5)
+    server.reset_log()
+    baseline(client, local, source, shard=Shard(0, 2))
+    paths = [record.path for record in server.requests]
+    first_resource = next(n for n, path in enumerate(paths) if "/res/" in path)
+    last_part = max(n for n, path in enumerate(paths) if "resourcelist" in path)
+    assert first_resource < last_part
 
 
 def test_limits_on_requests_in_flight_are_split_between_the_workers(
