@@ -21,7 +21,6 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from operator import attrgetter
 from typing import IO, Any, NamedTuple
 
@@ -118,11 +117,12 @@ class _Attributes(NamedTuple):
     names: frozenset[str]
 
 
-def _attributes(spec: tuple[tuple[str, str, _Format], ...], time: _Format) -> _Attributes:
-    """From (attribute, field, format) triples, times formatted by ``time``; times and
-    integers are never escaped."""
+def _attributes(spec: tuple[tuple[str, str, _Format], ...], formats: Mapping[_Format, _Format]
+                ) -> _Attributes:
+    """From (attribute, field, format) triples, each format replaced by the one ``formats``
+    maps it to, if any; times and integers are never escaped."""
     return _Attributes(
-        tuple((name, time if to_text is format_datetime else to_text,
+        tuple((name, formats.get(to_text, to_text),
                to_text not in (format_datetime, _integer)) for name, _, to_text in spec),
         attrgetter(*(field_name for _, field_name, _ in spec)),
         frozenset(name for name, _, _ in spec))
@@ -179,17 +179,18 @@ def _declarations(namespaces: Mapping[str, str]) -> list[tuple[str, str]]:
     return found
 
 
-class _TimeText:
-    """``format_datetime``, keeping the last value's text: an entry's ``lastmod`` and
-    ``datetime`` are often one."""
+class _LastText:
+    """A format keeping the last value's text: an entry's ``lastmod`` and ``datetime`` are
+    often one object, and so are its ``rs:md`` hash and its ``via`` link's."""
 
-    def __init__(self) -> None:
-        self._value: datetime | None = None
+    def __init__(self, format: _Format) -> None:
+        self._format = format
+        self._value: Any = None
         self._text = ""
 
-    def __call__(self, value: datetime) -> str:
-        if value is not self._value:  # a datetime is immutable, and held here
-            self._text = format_datetime(value)
+    def __call__(self, value: Any) -> str:
+        if value is not self._value:  # both kinds are immutable, and held here
+            self._text = self._format(value)
             self._value = value
         return self._text
 
@@ -210,9 +211,10 @@ class Serializer:
         self._prefixes = {uri: prefix for prefix, uri in reversed(declared)}
         self._prefixes.update({RS_NS: "rs", _XML_NS: "xml"})
         self._taken = {"rs", "xml", *(prefix for prefix, _ in declared)}
-        self._time = _TimeText()
-        self._md_attributes = _attributes(_MD, self._time)
-        self._ln_attributes = _attributes(_LN, self._time)
+        self._time = _LastText(format_datetime)
+        formats = {format_datetime: self._time, _hashes: _LastText(_hashes)}
+        self._md_attributes = _attributes(_MD, formats)
+        self._ln_attributes = _attributes(_LN, formats)
         self._parser = etree.XMLParser(
             resolve_entities=False, load_dtd=False, no_network=True, huge_tree=False,
             remove_comments=True, remove_pis=True,
