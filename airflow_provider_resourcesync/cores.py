@@ -17,7 +17,7 @@ _TICK = 1 / os.sysconf("SC_CLK_TCK")
 def usable_cores() -> float:
     """Cores this process may run on: its CPU affinity, or fewer under a container's CPU quota
     (cgroup v2's ``cpu.max``)."""
-    cores = float(len(os.sched_getaffinity(0)))
+    cores = float(len(_cpus()))
     try:
         quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()
         return min(cores, int(quota) / int(period)) if quota != "max" else cores
@@ -50,10 +50,17 @@ class CpuSample:
         return (now.idle - self.idle + now.own - self.own) / (now.at - self.at)
 
 
+def _cpus() -> set[int]:
+    """The CPUs this process may run on (all of them where the system cannot say)."""
+    if hasattr(os, "sched_getaffinity"):  # not on macOS
+        return os.sched_getaffinity(0)
+    return set(range(os.cpu_count() or 1))
+
+
 def _idle_seconds() -> float | None:
     """Idle and I/O-wait time of the CPUs this process may run on (``/proc/stat``'s ``cpuN``
     lines), in seconds."""
-    mine = os.sched_getaffinity(0)
+    mine = _cpus()
     ticks = 0
     try:
         with open("/proc/stat", "rb") as stat:

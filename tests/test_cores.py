@@ -54,3 +54,11 @@ def test_this_process_s_own_work_counts_as_spare() -> None:
     own = CpuSample.take().own - since.own
     assert spare is not None and own > MIN_SPAN
     assert spare >= own / (2 * MIN_SPAN) * 0.8  # at least this process's core
+
+
+def test_a_system_with_no_cpu_affinity_counts_every_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS has no ``sched_getaffinity``: a client (which sizes its bulk slots by the cores)
+    and "auto" still work there."""
+    monkeypatch.delattr(os, "sched_getaffinity")
+    assert usable_cores() <= (os.cpu_count() or 1)
+    assert CpuSample.take().own >= 0
