@@ -239,10 +239,14 @@ class DumpPackage(ClosedOnExit):
         """The bitstream at a manifest ``path`` (``/resources/res1``), as a binary stream."""
         return self._open_member(self._resolve(path))
 
-    def read_verified(self, entry: Entry, *, chunk_size: int = _CHUNK) -> Iterator[bytes]:
+    def read_verified(self, entry: Entry, *, chunk_size: int = _CHUNK,
+                      digester: Digester | None = None) -> Iterator[bytes]:
         """Stream ``entry``'s bitstream, checking it against the entry's ``hash`` and ``length``.
 
         The check happens after the last chunk: use the bytes only once the iterator is exhausted.
+        ``digester`` (fresh; by default one of the strongest listed algorithm) digests the
+        bytes on the way, and its digests are what is checked: a caller that keeps digests of
+        its own passes its digester, and the bytes are digested once.
 
         :raises ContentMismatchError: naming the entry's ``loc``, on a hash or length mismatch.
         :raises DocumentError: the entry has no bitstream in this package.
@@ -251,7 +255,8 @@ class DumpPackage(ClosedOnExit):
         if info is None or entry.md is None:
             raise DocumentError(f"{entry.loc} : a deleted change has no bitstream", url=self.url,
                                 line=entry.line, section="13.2")
-        digester = Digester.for_expected(entry.md.hash)
+        if digester is None:
+            digester = Digester.for_expected(entry.md.hash)
         with self._open_member(info) as stream:
             while chunk := stream.read(chunk_size):
                 digester.update(chunk)

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ResourceSyncError
-from ..protocol.hashes import DigestingWriter, stored_digests
+from ..protocol.hashes import Digester, stored_digests
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
@@ -118,12 +118,10 @@ class Transfer:
     def copy(self, package: DumpPackage, entry: Entry, key: str) -> Outcome:
         """Copy the entry's bitstream out of ``package``, verified against the manifest, to
         ``key``."""
-        hashes = entry.md.hash if entry.md is not None else None
+        digester = Digester(stored_digests(entry.md.hash if entry.md is not None else None))
         with self.destination.stage(key) as staged:
-            output = DigestingWriter(staged.file, stored_digests(hashes))
-            for chunk in package.read_verified(entry):  # verified after the last chunk
-                output.write(chunk)
-            digester = output.digester
+            for chunk in package.read_verified(entry, digester=digester):  # verified at the end
+                staged.file.write(chunk)
             info = ObjectInfo(entry.loc, digester.length, digester.hashes(), entry.lastmod,
                               _type(entry))
             staged.commit(info)

@@ -19,7 +19,7 @@ from airflow_provider_resourcesync.errors import (
     InvalidValueError,
     UnsafeContentError,
 )
-from airflow_provider_resourcesync.protocol.hashes import Hashes
+from airflow_provider_resourcesync.protocol.hashes import Digester, Hashes
 from airflow_provider_resourcesync.protocol.model import (
     Change,
     Document,
@@ -538,6 +538,20 @@ def test_what_is_not_a_seekable_zip_is_refused() -> None:
 
 
 # -- verification ----------------------------------------------------------------------------------
+
+
+def test_read_verified_checks_with_the_digester_it_is_given() -> None:
+    """A caller that keeps digests of its own (the mirror keeps sha-256) passes its digester:
+    the bytes are digested once, and checked by what it computes."""
+    with open_package(io.BytesIO(ex18_package())) as package:
+        res1 = package.manifest.entries[0]
+        res1.md.length = None  # type: ignore[union-attr]
+        with pytest.raises(ContentMismatchError, match="md5 hash mismatch"):
+            list(package.read_verified(res1, digester=Digester(("sha-256", "md5"))))
+        digester = Digester(("sha-256",))  # no md5: the listed one (wrong here) is not checked
+        body = b"".join(package.read_verified(res1, digester=digester))
+        assert digester.hexdigest("sha-256") == hashlib.sha256(body).hexdigest()
+        assert digester.length == len(body) > 0
 
 
 def test_read_verified_detects_a_hash_mismatch() -> None:
