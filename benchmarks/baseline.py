@@ -124,7 +124,7 @@ def source_process(count: int, size: int, delay: float) -> Iterator[Served]:
 
 class ProcessesUsed(logging.Handler):
     """How many processes each engine run fetched on, from its log ("auto" decides per run,
-    by the listing's length and the cores the machine's load leaves free)."""
+    by the listing's length and the cores left idle while it read the list)."""
 
     def __init__(self) -> None:
         super().__init__(logging.INFO)

@@ -63,7 +63,7 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
     :param processes: how many worker processes of this task fetch, verify and commit the
         resources, so that one task uses several cores (templated): 1: this process alone.
         None ("auto"): for a Resource List of at least 3,000 entries mirrored whole into a
-        local directory, one per core the machine's load leaves free (4 at most), else 1.
+        local directory, one per core left idle while the list was read (4 at most), else 1.
         ``concurrency`` and the connection's concurrency are split between the workers; the
         mirror and its state are the same either way.
     :param shard_index: the part of the resources this task mirrors, from 0 (templated, so it

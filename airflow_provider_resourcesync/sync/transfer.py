@@ -29,6 +29,7 @@ from .tally import Outcome
 
 __all__ = ["Transfer"]
 
+
 class Transfer:
     """Writes resources into ``destination`` at ``mapper``'s keys, recorded in ``state``."""
 
