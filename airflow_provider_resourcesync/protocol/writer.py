@@ -180,8 +180,8 @@ def _declarations(namespaces: Mapping[str, str]) -> list[tuple[str, str]]:
 
 
 class _LastText:
-    """A format keeping the last value's text: an entry's ``lastmod`` and ``datetime`` are
-    often one object, and so are its ``rs:md`` hash and its ``via`` link's."""
+    """A format keeping the last value's text: an entry's ``rs:md`` hash and its ``via``
+    link's are often one object."""
 
     def __init__(self, format: _Format) -> None:
         self._format = format
@@ -189,10 +189,34 @@ class _LastText:
         self._text = ""
 
     def __call__(self, value: Any) -> str:
-        if value is not self._value:  # both kinds are immutable, and held here
+        if value is not self._value:  # immutable, and held here
             self._text = self._format(value)
             self._value = value
         return self._text
+
+
+class _RecentTimes:
+    """:func:`format_datetime` keeping the text of the last two times written: an entry's
+    ``lastmod`` and ``datetime`` are often one time, and the entries of a mirror's Resource List
+    alternate between the time each was stored and the Source's ``modified``, often one time
+    for many. Times are compared by value: the text is the instant in UTC, so equal times have
+    one text (a time with no zone equals none with one, and is refused each time)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[Any, str] = (None, "")
+        self._before: tuple[Any, str] = (None, "")
+
+    def __call__(self, value: Any) -> str:
+        last = self._last
+        if value == last[0]:
+            return last[1]
+        before = self._before
+        if value == before[0]:
+            self._last, self._before = before, last
+            return before[1]
+        text = format_datetime(value)
+        self._last, self._before = (value, text), last
+        return text
 
 
 # -- one document ------------------------------------------------------------------------------
@@ -211,7 +235,7 @@ class Serializer:
         self._prefixes = {uri: prefix for prefix, uri in reversed(declared)}
         self._prefixes.update({RS_NS: "rs", _XML_NS: "xml"})
         self._taken = {"rs", "xml", *(prefix for prefix, _ in declared)}
-        self._time = _LastText(format_datetime)
+        self._time = _RecentTimes()
         formats = {format_datetime: self._time, _hashes: _LastText(_hashes)}
         self._md_attributes = _attributes(_MD, formats)
         self._ln_attributes = _attributes(_LN, formats)

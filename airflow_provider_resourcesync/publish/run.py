@@ -26,14 +26,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Metadata
 from ..storage.base import Destination
-from ..storage.keys import RESERVED_PREFIX, normalized
+from ..storage.keys import RESERVED_PREFIX, normalized, quoted_key
 from ..storage.source.checkpoint import saved_checkpoint
 from ..storage.source.documents import CAPABILITY_LIST, CHECKPOINT, base_url
 from ..storage.source.held import Held
@@ -316,7 +315,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
 
 def _uri(resources: str, key: str) -> str:
     """The URI of the object at ``key``, served under ``resources``."""
-    return normalized(resources + quote(key, safe="/"))
+    return normalized(resources + quoted_key(key))
 
 
 def _published_before(publication: Publication, saved: _Saved | None,

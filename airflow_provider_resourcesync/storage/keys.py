@@ -23,10 +23,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from functools import lru_cache
+from urllib.parse import quote
 
 from ..errors import ConfigurationError, UnsafeContentError, shown
 
-__all__ = ["RESERVED_PREFIX", "KeyMapper", "normalized", "shown"]
+__all__ = ["RESERVED_PREFIX", "KeyMapper", "normalized", "quoted_key", "shown"]
 
 #: Keys under this prefix belong to the mirror itself (its own documents); no URI maps there.
 RESERVED_PREFIX = ".resourcesync/"
@@ -40,6 +42,17 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HOST = re.compile(r"(?:[A-Za-z0-9\-._~%!$&'()*+,;=\x80-\U0010ffff]+|\[[0-9A-Fa-f:.]+\])")
 _URI_RULE = "resource URIs are absolute http(s) URIs with a well-formed host"
 _CREDENTIALS_RULE = "no credentials in resource URIs"
+
+
+def quoted_key(key: str) -> str:
+    """``key`` percent-encoded for a URL path, its slashes kept (:func:`urllib.parse.quote`).
+    A folder's part is encoded once and remembered: the keys of one listing share a few."""
+    folder, slash, name = key.rpartition("/")
+    return _quoted_folder(folder) + slash + quote(name)
+
+
+#: Folders' encodings remembered (a bounded number: a listing's keys share few folders).
+_quoted_folder = lru_cache(maxsize=4096)(quote)
 
 
 def normalized(uri: str) -> str:

@@ -38,14 +38,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import BinaryIO
-from urllib.parse import quote
 
 from ..errors import DestinationError, UnstorableKeyError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..workdirs import WorkDir
 from .base import Destination, ObjectInfo, Staged, shown_key
-from .keys import RESERVED_PREFIX
+from .keys import RESERVED_PREFIX, quoted_key
 
 __all__ = ["LocalDestination", "key_segments"]
 
@@ -276,7 +275,7 @@ class LocalDestination(Destination):
 
     def object_url(self, key: str) -> str:
         self._segments(key)
-        return self.url + quote(key)
+        return self.url + quoted_key(key)
 
     # -- changing --------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import threading
 import tracemalloc
 from collections.abc import Iterator
@@ -98,6 +99,31 @@ def test_fractional_seconds_and_offsets_are_written_in_utc() -> None:
     assert b"<lastmod>2013-01-03T09:00:00.25Z</lastmod>" in written
     assert roundtrip(Document(RESOURCE_HEAD, [Entry("http://e/r", lastmod=when)])).entries[
         0].lastmod == when
+
+
+def test_times_written_again_are_written_as_the_same_instant() -> None:
+    """The writer keeps the text of recent times (compared by value): entries alternating
+    between two instants, one of them given in another zone, are each written as their own
+    instant, and a time with no zone equal in its fields to one written before is refused."""
+    first = datetime(2013, 1, 2, 3, 4, 5, tzinfo=UTC)
+    second = datetime(2014, 5, 6, 7, 8, 9, 120000, tzinfo=UTC)
+    first_elsewhere = first.astimezone(timezone(timedelta(hours=-5)))
+    stream = io.BytesIO()
+    with DocumentWriter(stream, Head(md=Metadata(capability="resourcelist"))) as writer:
+        for number, (lastmod, modified) in enumerate([
+                (first, second), (second, first_elsewhere), (first_elsewhere, second),
+                (second, second), (datetime(2015, 1, 1, tzinfo=UTC), first)]):
+            writer.write(Entry(f"http://e/{number}", lastmod=lastmod,
+                               links=(Link(rel="via", href="http://o/", modified=modified),)))
+        with pytest.raises(InvalidValueError, match="has no time zone"):
+            writer.write(Entry("http://e/naive", lastmod=first.replace(tzinfo=None)))
+    text = stream.getvalue().decode()
+    one, two = "2013-01-02T03:04:05Z", "2014-05-06T07:08:09.12Z"
+    assert re.findall(r'<lastmod>([^<]*)</lastmod>.*modified="([^"]*)"', text) == [
+        (one, two), (two, one), (one, two), (two, two), ("2015-01-01T00:00:00Z", one)]
+    assert "naive" not in text
+    assert [entry.lastmod for entry in read_document(text.encode()).entries] == [
+        first, second, first, second, datetime(2015, 1, 1, tzinfo=UTC)]
 
 
 def test_metadata_without_attributes_and_absent_metadata() -> None:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import string
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_resourcesync.errors import ConfigurationError, UnsafeContentError
-from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper, normalized
+from airflow_provider_resourcesync.storage.keys import (
+    RESERVED_PREFIX,
+    KeyMapper,
+    normalized,
+    quoted_key,
+)
 
 _LABEL = st.text(string.ascii_lowercase + string.digits + "-", min_size=1, max_size=12).filter(
     lambda label: not label.startswith("-") and not label.endswith("-"))
@@ -238,3 +244,13 @@ def test_prefix_refuses_one_key_prefix_twice() -> None:
 def test_prefix_refuses_empty_and_dot_segments(prefix: str) -> None:
     with pytest.raises(ConfigurationError, match="key_prefixes"):
         KeyMapper({"https://example.org/": prefix})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("ab/ %+?#é\u2028~"), max_size=6), max_size=4))
+def test_a_key_is_quoted_as_urllib_quotes_it(names: list[str]) -> None:
+    """Keys quoted for URLs with their folders' encodings remembered: the same text as
+    ``urllib.parse.quote`` (slashes kept), asked twice in a row and for keys sharing folders."""
+    key = "/".join(names)
+    assert quoted_key(key) == quoted_key(key) == quote(key, safe="/")
+    assert quoted_key(key + "/other") == quote(key + "/other", safe="/")

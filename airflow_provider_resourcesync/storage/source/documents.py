@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ...errors import DocumentError, InvalidValueError
 from ...protocol.hashes import DigestingWriter
@@ -15,7 +15,7 @@ from ...protocol.reader import DocumentReader
 from ...protocol.split import write_split
 from ...protocol.writer import document_bytes
 from ..base import Destination, ObjectInfo
-from ..keys import RESERVED_PREFIX
+from ..keys import RESERVED_PREFIX, quoted_key
 
 __all__ = [
     "CAPABILITY_LIST",
@@ -87,7 +87,7 @@ class Documents:
         """Where the object at ``key`` is published: under the base if there is one, else the
         destination's own URL."""
         if self.base is not None:
-            return self.base + quote(key, safe="/")
+            return self.base + quoted_key(key)
         return self.destination.object_url(key)
 
     def loc(self, uri: str, key: str) -> str:
