@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ...errors import InvalidValueError
+from ...protocol.datetimes import format_datetime
 from ...protocol.hashes import Hashes
 from ..scratch import scratch_database
 from .held import Held
@@ -96,6 +97,15 @@ def record_of(row: Sequence[Any]) -> ObjectRecord:
     """The record of a stored row (:data:`COLUMNS`)."""
     uri, key, length, hash_, lastmod, type_ = row[:6]
     return ObjectRecord(uri, key, length, Hashes.parse(hash_), as_datetime(lastmod), type_)
+
+
+def stored_json_row(row: Sequence[Any]) -> list[Any]:
+    """The JSON row (:func:`.held.row_of`) of a stored row, as ``row_of(uri, record_of(row))``
+    makes it, without making the record: a compaction writes one for every record held."""
+    uri, key, length, hash_, lastmod, type_ = row[:6]
+    return [uri, key, length, hash_,
+            None if lastmod is None else format_datetime(_EPOCH + timedelta(microseconds=lastmod)),
+            type_]
 
 
 def _row(record: ObjectRecord, changed: int | None, fresh: bool) -> tuple[Any, ...]:

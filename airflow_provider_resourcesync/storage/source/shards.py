@@ -340,7 +340,12 @@ class ShardIndex:
         self._commit(replace(manifest, stamp=stamp, delta_records=delta))
 
     def rebuild(self, records: Iterable[Held], stamp: str) -> None:
-        """Compaction: every record of ``records`` (the last for a URI wins) into the snapshot
+        """Compaction: :meth:`rebuild_rows` of ``records``."""
+        self.rebuild_rows((row_of(record.uri, record) for record in records), stamp)
+
+    def rebuild_rows(self, rows: Iterable[list[Any]], stamp: str) -> None:
+        """Compaction: every record of ``rows`` (JSON rows, :func:`.held.row_of`; the last for
+        a URI wins) into the snapshot
         shards of a new generation, with an empty delta, then the manifest naming it, with
         ``stamp``; then the files of every other generation (the old one, and those of killed
         rebuilds) are deleted. Memory stays flat: the records are grouped by shard in a scratch
@@ -350,8 +355,7 @@ class ShardIndex:
             database.execute("BEGIN")
             database.executemany(
                 "INSERT INTO records VALUES (?, ?, ?)",
-                ((_position(record.uri), record.uri, json.dumps(row_of(record.uri, record)))
-                 for record in records))
+                ((_position(row[0]), row[0], json.dumps(row)) for row in rows))
             database.execute("COMMIT")
             # Duplicates counted too: the shard count is an estimate, the record count is not.
             shards = shard_count(database.execute("SELECT count(*) FROM records").fetchone()[0])

@@ -46,7 +46,14 @@ from .documents import (
 )
 from .held import Held
 from .journal import Journal, stamp_at
-from .records import ObjectRecord, RecordStore, as_datetime, micros, record_of
+from .records import (
+    ObjectRecord,
+    RecordStore,
+    as_datetime,
+    micros,
+    record_of,
+    stored_json_row,
+)
 from .shards import ShardIndex, shard_count
 from .snapshot import Snapshot
 
@@ -317,7 +324,7 @@ class SourceWriter(ClosedOnExit):
                 index.delta_records > _COMPACT_AT * index.snapshot_records):
             self._materialize()
             self._snapshot.write(now, self._store.rows())
-            index.rebuild((record_of(row) for row in self._store.rows()), stamp_at(now))
+            index.rebuild_rows(map(stored_json_row, self._store.rows()), stamp_at(now))
             self._compact = False
         if beside_snapshot is not None:
             capabilities = [*capabilities, *beside_snapshot(

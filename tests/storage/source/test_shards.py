@@ -7,20 +7,30 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from airflow_provider_resourcesync.errors import (
     ConfigurationError,
     DocumentError,
     InvalidValueError,
 )
+from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.storage.source import ShardIndex, shards
+from airflow_provider_resourcesync.storage.source import Held, ShardIndex, shards
+from airflow_provider_resourcesync.storage.source.held import row_of
+from airflow_provider_resourcesync.storage.source.records import (
+    RecordStore,
+    record_of,
+    stored_json_row,
+)
 
 from .records import PREFIX, changes, record, records, uri
 
@@ -244,3 +254,24 @@ def test_an_apply_killed_before_its_manifest_and_done_again_counts_its_changes_o
     for reader in (index, ShardIndex.open(destination, PREFIX)):
         assert state(reader) == ("changes/0002.xml", 3_000, 10)
         assert reader.lookup(expected) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2999, 1, 1),
+                    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-5, minutes=-30))]))
+       | st.none(),
+       st.lists(st.sampled_from(["md5:ab12", "sha-256:ffee", "SHA-1:00", "x:y:z"]), max_size=3),
+       st.sampled_from(["text/plain", None]))
+def test_a_compaction_writes_each_stored_row_as_its_record_would_be_written(
+        lastmod: datetime | None, tokens: list[str], kind: str | None) -> None:
+    """A compaction turns the run's stored rows into the index's JSON rows directly
+    (``stored_json_row``): the same rows as through each row's record, times in any zone (to
+    the microsecond), none, and hashes of any form the store holds."""
+    held = Held(uri(1), "k/1", 12, Hashes.parse(" ".join(tokens)), lastmod, kind)
+    store = RecordStore()
+    try:
+        store.put(held, None)
+        (row,) = store.rows()
+        assert stored_json_row(row) == row_of(held.uri, record_of(row)) == row_of(held.uri, held)
+    finally:
+        store.close()
