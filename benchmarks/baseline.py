@@ -2,8 +2,10 @@
 
 The Source (our testing server, listing md5 and sha-256 for every resource) runs in a process of
 its own, as it would across a network. In each scenario the contestants alternate over several
-rounds and each keeps its best rate: a shared VM's speed drifts by several times within a minute,
-and back-to-back single runs would compare them at different speeds. Contestants:
+rounds (five by default) and each keeps its best rate: a shared VM's speed drifts by several times
+within a minute, and back-to-back single runs would compare them at different speeds (with three
+rounds, three full runs on one day gave (b) 1.15 to 1.22x and (c) 0.49 to 1.24x: docs/design.md,
+"Throughput near the Source"). Contestants:
 
 - ``engine``: our baseline engine (``run_baseline``, its defaults) into a local directory,
   verifying every resource's hashes and length before it commits it; how many processes it
@@ -35,7 +37,7 @@ journal, as here, every file created in the half minute after a deletion checks 
 recently deleted in its group, so removing one contestant's thousands of files would tax the
 next contestant's every file. In (c), 1 GB a run, each run's 20 files go when it ends.
 
-Run: ``make bench-baseline`` or ``uv run python benchmarks/baseline.py`` (about 10 minutes);
+Run: ``make bench-baseline`` or ``uv run python benchmarks/baseline.py`` (about 12 minutes);
 ``--large-mb``, ``--large-count`` and ``--small-count`` for bigger sizes.
 """
 
@@ -366,7 +368,7 @@ def fresh_groups(scratch: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (best kept)")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (best kept)")
     parser.add_argument("--small-count", type=int, default=10_000, help="resources in (b)")
     parser.add_argument("--large-count", type=int, default=20, help="resources in (c)")
     parser.add_argument("--large-mb", type=int, default=50, help="their size in (c), MB")
