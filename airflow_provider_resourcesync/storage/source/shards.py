@@ -345,11 +345,10 @@ class ShardIndex:
 
     def rebuild_rows(self, rows: Iterable[list[Any]], stamp: str) -> None:
         """Compaction: every record of ``rows`` (JSON rows, :func:`.held.row_of`; the last for
-        a URI wins) into the snapshot
-        shards of a new generation, with an empty delta, then the manifest naming it, with
-        ``stamp``; then the files of every other generation (the old one, and those of killed
-        rebuilds) are deleted. Memory stays flat: the records are grouped by shard in a scratch
-        SQLite database."""
+        a URI wins) into the snapshot shards of a new generation, with an empty delta, then the
+        manifest naming it, with ``stamp``; then the files of every other generation (the old
+        one, and those of killed rebuilds) are deleted. Memory stays flat: the records are
+        grouped by shard in a scratch SQLite database."""
         generation = _new_generation()
         with closing(scratch_database(_SCHEMA)) as database:
             database.execute("BEGIN")
