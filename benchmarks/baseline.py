@@ -37,7 +37,7 @@ journal, as here, every file created in the half minute after a deletion checks 
 recently deleted in its group, so removing one contestant's thousands of files would tax the
 next contestant's every file. In (c), 1 GB a run, each run's 20 files go when it ends.
 
-Run: ``make bench-baseline`` or ``uv run python benchmarks/baseline.py`` (about 12 minutes);
+Run: ``make bench-baseline`` or ``uv run python benchmarks/baseline.py`` (about 10 minutes);
 ``--large-mb``, ``--large-count`` and ``--small-count`` for bigger sizes.
 """
 
