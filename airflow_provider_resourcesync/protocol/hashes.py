@@ -63,7 +63,7 @@ class HashValue:
 
     @property
     def is_known(self) -> bool:
-        """Whether the algorithm is one we can compute (md5, sha-1, sha-256)."""
+        """Whether the algorithm is one we can compute (:data:`HASH_ALGORITHMS`)."""
         return self.algorithm in HASH_ALGORITHMS
 
     def __str__(self) -> str:

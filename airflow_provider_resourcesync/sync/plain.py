@@ -141,4 +141,5 @@ def outcome_plain(outcome: Outcome) -> Plain:
 
 
 def outcome_from_plain(plain: Plain) -> Outcome:
+    """The outcome of :func:`outcome_plain`."""
     return Outcome(*plain)

@@ -103,9 +103,8 @@ def stored_json_row(row: Sequence[Any]) -> list[Any]:
     """The JSON row (:func:`.held.row_of`) of a stored row, as ``row_of(uri, record_of(row))``
     makes it, without making the record: a compaction writes one for every record held."""
     uri, key, length, hash_, lastmod, type_ = row[:6]
-    return [uri, key, length, hash_,
-            None if lastmod is None else format_datetime(_EPOCH + timedelta(microseconds=lastmod)),
-            type_]
+    time = as_datetime(lastmod)
+    return [uri, key, length, hash_, None if time is None else format_datetime(time), type_]
 
 
 def _row(record: ObjectRecord, changed: int | None, fresh: bool) -> tuple[Any, ...]:
