@@ -52,12 +52,6 @@ class HostGuard:
         with self._lock:
             return frozenset(self._origins)
 
-    def allow(self, url: str) -> None:
-        """Allow the origin of ``url`` (a Source the caller chose, such as one found by
-        discovery)."""
-        with self._lock:
-            self._origins.add(origin(url))
-
     def check_url(self, url: str) -> Origin:
         """The URL's origin, if the URL may be fetched.
 

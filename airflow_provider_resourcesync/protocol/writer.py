@@ -444,8 +444,6 @@ class DocumentWriter(FinishedOnSuccess):
         self._closed = False
         #: Entries written so far.
         self.entries = 0
-        #: Bytes written so far, the closing tag included once closed.
-        self.bytes_written = 0
         self._emit(self._serializer.head(head))
 
     def write(self, entry: Entry) -> None:
@@ -470,7 +468,6 @@ class DocumentWriter(FinishedOnSuccess):
 
     def _emit(self, data: bytes) -> None:
         self._stream.write(data)
-        self.bytes_written += len(data)
 
 
 def write_document(document: Document, stream: IO[bytes]) -> None:

@@ -381,7 +381,7 @@ def test_what_the_order_rule_lets_through() -> None:
     document_bytes(Document(snapshot, [change("a", 2), change("b", 1)]))
 
 
-def test_writer_streams_to_a_non_seekable_pipe_and_counts() -> None:
+def test_writer_streams_to_a_non_seekable_pipe_and_counts_its_entries() -> None:
     read_end, write_end = os.pipe()
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(os.fdopen(read_end, "rb").read()))
@@ -393,7 +393,6 @@ def test_writer_streams_to_a_non_seekable_pipe_and_counts() -> None:
                 writer.write(entry)
     reader.join()
     assert writer.entries == 3
-    assert writer.bytes_written == len(received[0])
     assert received[0] == document_bytes(Document(RESOURCE_HEAD, resources(3)))
 
 
@@ -437,7 +436,7 @@ def test_memory_does_not_grow_with_entries() -> None:
                     writer.write(entry)
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
-        assert writer.bytes_written > count * 100
+        assert writer.entries == count
     assert peaks[1] < peaks[0] * 2 + 64 * 1024
 
 

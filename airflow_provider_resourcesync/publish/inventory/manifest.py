@@ -58,7 +58,6 @@ class Manifest:
     columns: tuple[str, ...]
     files: tuple[DataFile, ...]
     created: datetime
-    source_bucket: str
 
 
 def column_name(name: str) -> str:
@@ -129,8 +128,7 @@ def _manifest(document: Any, key: str, where: str) -> Manifest:
         raise InventoryError(f"{where}: creationTimestamp is not milliseconds since the epoch "
                              f"({exc})") from exc
     files = tuple(_data_file(entry, where) for entry in field("files", list))
-    return Manifest(key, where, file_format, columns, files, created,
-                    str(document.get("sourceBucket", "")))
+    return Manifest(key, where, file_format, columns, files, created)
 
 
 def _columns(schema: str, file_format: str) -> tuple[str, ...]:

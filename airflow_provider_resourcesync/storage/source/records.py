@@ -182,15 +182,6 @@ class RecordStore:
         """Every stored row (:data:`COLUMNS`), ordered by URI, streamed."""
         return self._scan(f"SELECT {COLUMNS} FROM records WHERE uri > ?")
 
-    def insert(self, rows: Iterable[tuple[Any, ...] | None]) -> None:
-        """Stored rows (:data:`COLUMNS`) as they are, replacing any for their URIs; Nones are
-        passed over."""
-        for batch in _batches(filter(None, rows)):
-            with self._transaction():
-                self._db.executemany(
-                    f"INSERT OR REPLACE INTO records ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    batch)
-
     def fill(self, rows: Iterable[tuple[Any, ...] | None],
              changes: Iterable[tuple[str, tuple[Any, ...] | None]]) -> None:
         """Record what the mirror held before this run, beneath what this run recorded and
@@ -237,17 +228,6 @@ class RecordStore:
             self._db.executemany("UPDATE records SET seen = 1 WHERE uri = ?",
                                  ((uri,) for uri in marks))
 
-    def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
-        """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
-        in bounded memory), then the rest is streamed. Marks from before are cleared."""
-        with self._database():
-            self._seen = []
-            self._db.execute("UPDATE records SET seen = 0")
-        for batch in _batches(seen):
-            with self._transaction():
-                self._db.executemany("UPDATE records SET seen = 1 WHERE uri = ?",
-                                     ((uri,) for uri in batch))
-        return self.unseen()
 
     # -- this run's changes ----------------------------------------------------------------------
 

@@ -74,9 +74,9 @@ class SourceWriter(ClosedOnExit):
 
     A run that asks about a few URIs (an incremental run) reads what it asks for from the
     lookup index and keeps only what it changes in a scratch SQLite database; a run that reads
-    every record (:meth:`records`, :meth:`mark_seen`, :meth:`unseen`, :meth:`uris_not_in`,
-    ``len()``, or lookups of about as many shards as the index holds) reads the Resource List
-    and the Change Lists after it into that database, once.
+    every record (:meth:`records`, :meth:`mark_seen`, :meth:`unseen`, ``len()``, or lookups of
+    about as many shards as the index holds) reads the Resource List and the Change Lists after
+    it into that database, once.
 
     Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
 
@@ -189,12 +189,6 @@ class SourceWriter(ClosedOnExit):
         """The URIs held and not marked seen since the state was loaded, ordered, streamed."""
         self._materialize()
         return self._store.unseen()
-
-    def uris_not_in(self, seen: Iterable[str]) -> Iterator[str]:
-        """The URIs held that ``seen`` does not list: ``seen`` is consumed first (marking each,
-        in bounded memory), then the rest is streamed. Marks from before are cleared."""
-        self._materialize()
-        return self._store.uris_not_in(seen)
 
     # -- what was held before this run -----------------------------------------------------------
 

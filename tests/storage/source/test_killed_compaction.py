@@ -62,7 +62,9 @@ def read_everything(destination: Destination, changes: range, version: int, hour
             else:
                 listed.pop(item(n).uri, None)
         listed[item(10_000 + hour).uri] = item(10_000 + hour)
-        for uri in list(state.uris_not_in(iter(listed))):
+        for uri in listed:
+            state.mark_seen(uri)
+        for uri in list(state.unseen()):
             state.remove(uri)
         for record in listed.values():
             state.put(record)
