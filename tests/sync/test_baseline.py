@@ -240,8 +240,12 @@ def zip_slip_package(uri: str) -> bytes:
     return buffer.getvalue()
 
 
-def test_a_zip_slip_package_writes_nothing(client: ResourceSyncClient, local: LocalDestination,
-                                           server: SourceServer, tmp_path: Path) -> None:
+def test_a_zip_slip_package_writes_nothing(client: ResourceSyncClient, server: SourceServer,
+                                           tmp_path: Path) -> None:
+    """The member climbs two folders: from a mirror four folders deep in this test's own
+    folder, wherever it could land (beside the staged file, the mirror's root or above it) is
+    inside that folder."""
+    local = LocalDestination(tmp_path / "a" / "b" / "c" / "mirror")
     source = ResourceSyncSource(server, resources={"a.txt": b"a", "b.txt": b"b"})
     source.publish(resource_list=False, change_list=False, resource_dump=True)
     good = server.get_body("/dataset1/resourcedump-1.zip")
@@ -257,7 +261,7 @@ def test_a_zip_slip_package_writes_nothing(client: ResourceSyncClient, local: Lo
     assert "ZIP member names stay inside the package" in str(raised.value)
     assert held(local) == source.state()  # the good package, and nothing of the evil one
     assert not local.exists(KeyMapper().key(source.uri("inside.txt")))
-    assert list(tmp_path.parent.rglob("escaped.txt")) == []
+    assert list(tmp_path.rglob("escaped.txt")) == []
     with MirrorState.load(local) as state:
         assert state.checkpoint() is None
 
