@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire
+.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -34,3 +34,6 @@ bench-publish: uv
 
 bench-wire: uv
 	$(UV) run --frozen python benchmarks/wire.py
+
+bench-memory: uv
+	$(UV) run --frozen python benchmarks/memory.py

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import psutil
 import pytest
 
 from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
@@ -175,8 +174,9 @@ def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> No
     assert [e.lastmod for e in entries] == [first, clock.now]
 
 
-def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
-        local: LocalDestination) -> None:
+def test_sixty_thousand_records_split_and_load_back(local: LocalDestination) -> None:
+    """Past the spec's 50,000 entries a document is split (section 10.2, 12.2); what the state
+    holds in memory loading them is measured by ``benchmarks/memory.py``."""
     count = 60_000
     clock = Clock(T0)
     with MirrorState.load(local, clock=clock) as state:
@@ -197,31 +197,11 @@ def test_sixty_thousand_records_split_and_load_back_in_flat_memory(
         with local.open(key) as stream:
             assert not has_errors(validate_source(stream, url=key))
 
-    process = psutil.Process()
-    baseline = peak = process.memory_info().rss
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.wait(0.01):
-            peak = max(peak, process.memory_info().rss)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        state = MirrorState.load(local)
+    with MirrorState.load(local) as state:
         assert len(state) == count
         assert sum(1 for _ in state.records()) == count
         assert state.get(record(54_321).uri) == record(54_321)
-    finally:
-        done.set()
-        sampler.join()
-    growth = (peak - baseline) / 1024 / 1024
-    print(f"peak RSS growth loading {count} records: {growth:.1f} MiB")
-    # 60,000 records as Python objects take ~60 MB; the state keeps them in SQLite
-    assert growth < 25
-
-    with state:  # shrinking back to one document drops the parts
+        # shrinking back to one document drops the parts
         for n in range(10, count):
             state.remove(record(n).uri)
         state.save(checkpoint={})
