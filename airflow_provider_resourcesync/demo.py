@@ -2,11 +2,12 @@
 
     python -m airflow_provider_resourcesync.demo [--destination DIR] [--resources N] [--verbose]
 
-Serves a generated Source on 127.0.0.1, gives Airflow a temporary home (SQLite; the checkout's
-``dags_examples/`` as its DAGs folder), migrates the database, runs the ``mirror_to_local`` example
-DAG with ``dag.test()`` (the baseline task, then the audit) and prints what was mirrored and where;
-then changes three resources at the Source and runs the ``incremental_mirror`` example DAG (its
-sensor, then the incremental sync), and shows each change arriving in the mirror.
+Serves a generated Source on 127.0.0.1, gives Airflow a temporary home (SQLite; the example
+DAGs, which ship in the package, as its DAGs folder), migrates the database, runs the
+``mirror_to_local`` example DAG with ``dag.test()`` (the baseline task, then the audit) and prints
+what was mirrored and where; then changes three resources at the Source and runs the
+``incremental_mirror`` example DAG (its sensor, then the incremental sync), and shows each change
+arriving in the mirror.
 
 Airflow reads its configuration when first imported: nothing here imports it before :func:`main`
 has set the environment.
@@ -28,14 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from .demo_report import Arrival, DemoResult, held_files, summarize
+from .example_dags import example_dags_folder
 from .storage.keys import KeyMapper
 from .testing import ResourceSyncSource, SourceServer
 
-__all__ = ["EXAMPLES", "airflow_environment", "load_example_dag", "main", "run_demo",
-           "sample_resources", "set_environment"]
-
-#: The example DAGs, in a checkout of the repository.
-EXAMPLES = Path(__file__).resolve().parents[1] / "dags_examples"
+__all__ = ["airflow_environment", "load_example_dag", "main", "run_demo", "sample_resources",
+           "set_environment"]
 
 
 def airflow_environment(home: Path, *, verbose: bool = False) -> dict[str, str]:
@@ -45,7 +44,7 @@ def airflow_environment(home: Path, *, verbose: bool = False) -> dict[str, str]:
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(example_dags_folder()),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO" if verbose else "WARNING",
     }
 
@@ -62,12 +61,11 @@ def sample_resources(count: int) -> dict[str, bytes]:
 
 
 def load_example_dag(name: str) -> Any:
-    """The DAG ``name`` of :data:`EXAMPLES`, parsed now: the example DAGs read their destination
-    from the environment when parsed."""
-    path = EXAMPLES / f"{name}.py"
+    """The example DAG ``name`` (of :func:`.example_dags_folder`), parsed now: the example DAGs
+    read their destination from the environment when parsed."""
+    path = example_dags_folder() / f"{name}.py"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such example DAG (the demo runs from a checkout of "
-                                "the repository)")
+        raise FileNotFoundError(f"{path}: no such example DAG")
     spec = importlib.util.spec_from_file_location(f"resourcesync_example_{name}", path)
     assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
@@ -82,8 +80,9 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
     brings those changes into the mirror.
 
     Airflow must be configured and its database migrated already (as :func:`main` does, or a
-    test session); the DAGs folder must be :data:`EXAMPLES`, which ``dag.test()`` syncs to the
-    database. The connection and the destination are set in the environment for the run only.
+    test session); the DAGs folder must be :func:`.example_dags_folder`, which ``dag.test()``
+    syncs to the database. The connection and the destination are set in the environment for the
+    run only.
     """
     if resources < 3:
         raise ValueError(f"resources={resources}: the demo changes three resources")

@@ -13,11 +13,11 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from moto.server import ThreadedMotoServer
 
+from airflow_provider_resourcesync.example_dags import example_dags_folder
 from airflow_provider_resourcesync.testing import SourceServer
 
 _HOME = tempfile.mkdtemp(prefix="airflow-home-")
@@ -26,7 +26,7 @@ os.environ.update({
     "AIRFLOW_HOME": _HOME,
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_HOME}/airflow.db",
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-    "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags_examples"),
+    "AIRFLOW__CORE__DAGS_FOLDER": str(example_dags_folder()),
 })
 
 

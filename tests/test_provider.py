@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -29,15 +30,21 @@ def test_providers_manager_lists_the_provider() -> None:
     assert info.data["name"] == "ResourceSync"
 
 
-def test_airflow_providers_list_shows_it(tmp_path: Path) -> None:
-    airflow = Path(sys.executable).with_name("airflow")
+def listed_providers(airflow: Path, home: Path,
+                     environment: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """What the command ``airflow`` (a path) lists with ``providers list``, in an Airflow home
+    ``home``: distribution -> version."""
     listed = subprocess.run(
         [str(airflow), "providers", "list", "--output", "json"],
-        env={**os.environ, "AIRFLOW_HOME": str(tmp_path)},
+        env={**environment, "AIRFLOW_HOME": str(home)},
         capture_output=True, text=True, check=True, timeout=120,
     )
-    providers = {p["package_name"]: p for p in json.loads(listed.stdout)}
-    assert providers[DISTRIBUTION]["version"] == __version__
+    return {p["package_name"]: p["version"] for p in json.loads(listed.stdout)}
+
+
+def test_airflow_providers_list_shows_it(tmp_path: Path) -> None:
+    airflow = Path(sys.executable).with_name("airflow")
+    assert listed_providers(airflow, tmp_path)[DISTRIBUTION] == __version__
 
 
 # -- the connection type -------------------------------------------------------------------------
