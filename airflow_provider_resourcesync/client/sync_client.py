@@ -275,11 +275,12 @@ class ResourceSyncClient(ClosedOnExit):
         """The GET ``httpx.Client.build_request`` would make (``Host``, the client's headers
         with ``headers`` over them, its cookies), built without merging the client's headers
         anew for each request; ``send`` adds the timeouts and the auth flow."""
-        own = {name.lower().encode() for name in headers}
+        fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+        own = {name.lower() for name, _ in fields}
         request = httpx.Request("GET", target, headers=[
             (b"Host", target.netloc),
             *(pair for pair in self._defaults if pair[0].lower() not in own),
-            *headers.items()], stream=_NO_BODY, extensions={"deadline": deadline})
+            *fields], stream=_NO_BODY, extensions={"deadline": deadline})
         if self._http.cookies:
             self._http.cookies.set_cookie_header(request)
         return request
