@@ -38,8 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run  # each command's set_defaults
     try:
-        return args.run(args)
+        return run(args)
     except ResourceSyncError as error:
         print(f"airflow-resourcesync: {error}", file=sys.stderr)
         return FAILED

@@ -49,7 +49,9 @@ def summarize(run: Any) -> RunSummary:
                            key=lambda ti: (ti.start_date is None, ti.start_date))
         tasks = {ti.task_id: str(ti.state) for ti in instances}
         xcoms = {row.task_id: XComModel.deserialize_value(row) for row in session.scalars(
-            XComModel.get_many(run_id=run.run_id, dag_ids=run.dag_id, key="return_value"))}
+            select(XComModel).where(XComModel.dag_id == run.dag_id,
+                                    XComModel.run_id == run.run_id,
+                                    XComModel.key == "return_value"))}
         assets = [event.asset.uri for event in session.scalars(
             select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
     return RunSummary(run.dag_id, run.run_id, str(run.state), tasks, xcoms, assets)

@@ -3,7 +3,6 @@ Asset a destination is, the mirror's Source Description where Destinations disco
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from airflow.sdk import Asset, Context
@@ -13,6 +12,7 @@ from .hooks.destination import destination_asset_uri
 from .hooks.resourcesync import ResourceSyncHook
 from .storage.base import Destination
 from .storage.state import WELL_KNOWN, publish_well_known
+from .sync.log import Log
 
 __all__ = [
     "capability_list_of",
@@ -30,7 +30,7 @@ def destination_outlets(destination: Any) -> list[Asset]:
     return []
 
 
-def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Logger) -> str:
+def capability_list_of(hook: ResourceSyncHook, url: str | None, log: Log) -> str:
     """``url`` if given; else the first Capability List discovered from the connection's base
     URL (spec 6.3), logged with the others found.
 
@@ -50,7 +50,7 @@ def capability_list_of(hook: ResourceSyncHook, url: str | None, log: logging.Log
     return chosen
 
 
-def describe_at_well_known(destination: Destination, log: logging.Logger) -> None:
+def describe_at_well_known(destination: Destination, log: Log) -> None:
     """Copy the mirror's Source Description to ``.well-known/resourcesync`` (after the run that
     saved it), logged.
 
@@ -68,7 +68,8 @@ def describe_outlet_events(context: Context, outlets: list[Any], checkpoint: dic
     ``checkpoint``."""
     events = context.get("outlet_events")  # none where execute() is called by hand
     extra = {name: checkpoint.get(name) for name in ("kind", "at", "position", "stats")}
-    for asset in outlets if events is not None else ():
-        if isinstance(asset, Asset):
-            events[asset].extra.update(extra)
+    if events is not None:
+        for asset in outlets:
+            if isinstance(asset, Asset):
+                events[asset].extra.update(extra)
     return checkpoint

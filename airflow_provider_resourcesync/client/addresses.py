@@ -4,7 +4,7 @@ of those very addresses. A name that resolves to a public address for a check an
 one for the connection (DNS rebinding) cannot reach the private one.
 
 :func:`open_checked` serves the sync transport; :func:`checked_async_transport` gives the async
-client httpx's transport over an httpcore network backend doing the same.
+client a transport over an httpcore network backend doing the same.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any
 
 import httpcore
 import httpx
+
+from .pooled import PoolTransport
 
 __all__ = ["AddressCheck", "checked_async_transport", "open_checked"]
 
@@ -90,8 +92,8 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-class _CheckedTransport(httpx.AsyncHTTPTransport):
-    """httpx's async transport, telling its network backend which URL it connects for."""
+class _CheckedTransport(PoolTransport):
+    """The async transport, telling its network backend which URL it connects for."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         token = _URL.set(str(request.url))
@@ -101,15 +103,14 @@ class _CheckedTransport(httpx.AsyncHTTPTransport):
             _URL.reset(token)
 
 
-def checked_async_transport(settings: dict[str, Any], check: AddressCheck
-                            ) -> httpx.AsyncHTTPTransport:
-    """httpx's async transport, with ``settings`` (``verify``, ``limits``) as an
-    ``httpx.AsyncClient`` gives them, connecting only to addresses ``check`` accepts."""
-    transport = _CheckedTransport(verify=settings["verify"], limits=settings["limits"])
-    pool = transport._pool
-    # httpcore's pool hands its network backend to every connection it opens; a release that
-    # renamed the attribute fails loudly here rather than connecting unchecked.
-    if not isinstance(getattr(pool, "_network_backend", None), httpcore.AsyncNetworkBackend):
-        raise RuntimeError("httpcore's connection pool has no network backend to wrap")
-    pool._network_backend = _CheckedBackend(pool._network_backend, check)  # type: ignore[union-attr]
-    return transport
+def checked_async_transport(verify: bool, limits: httpx.Limits, check: AddressCheck
+                            ) -> httpx.AsyncBaseTransport:
+    """An async transport as httpx's own with ``verify`` and ``limits``, connecting only to
+    addresses ``check`` accepts (httpcore's pool over :class:`_CheckedBackend`; httpx's
+    transport would not take the backend)."""
+    return _CheckedTransport(httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(verify=verify),
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=_CheckedBackend(httpcore.AnyIOBackend(), check)))

@@ -49,7 +49,8 @@ class AsyncResourceSyncClient:
         settings = httpx_settings(self.policy)
         self._precheck = transport is not None or proxy_in_environment()
         if not self._precheck and not self.policy.allow_private:
-            transport = checked_async_transport(settings, self.guard.check_resolved)
+            transport = checked_async_transport(settings["verify"], settings["limits"],
+                                                self.guard.check_resolved)
         self._http = httpx.AsyncClient(transport=transport, **settings)
         self._slots: dict[str, asyncio.Semaphore] = {}
 

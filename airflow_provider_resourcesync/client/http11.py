@@ -122,7 +122,9 @@ class Connection:
     def close(self) -> None:
         self.sock.close()
 
-    def _next(self) -> h11.Event | type[h11.PAUSED]:
+    def _next(self) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DATA]:
+        """h11's next event, received until it has one (never ``NEED_DATA``: the type of h11's
+        sentinel classes cannot say so)."""
         state = self.state
         while (event := state.next_event()) is h11.NEED_DATA:
             self._arm()
@@ -131,7 +133,9 @@ class Connection:
             if not size and state.their_state is h11.SEND_RESPONSE and not state.trailing_data[0]:
                 raise h11.RemoteProtocolError(
                     "the server closed the connection without sending a response")
-            state.receive_data(buffer[:size])
+            # h11 appends to a bytearray of its own, which takes any bytes-like object: a view
+            # spares a copy of each read; h11 annotates bytes
+            state.receive_data(buffer[:size])  # type: ignore[arg-type]
         return event
 
     def _arm(self) -> None:

@@ -9,12 +9,15 @@ module checks them and builds the policy, naming the option at fault in every
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError
 from .policy import ClientPolicy, Credentials, allowed_origins
 
 __all__ = ["check_base_url", "check_host", "policy_from_options"]
+
+T = TypeVar("T")
 
 _SCHEMES = frozenset({"http", "https"})
 
@@ -101,19 +104,25 @@ def policy_from_options(
         credentials = Credentials(base_url, username=username or None,
                                   password=password if username else None,
                                   token=token or None, headers=header_pairs)
-    settings: dict[str, object] = {
-        "connect_timeout": connect_timeout, "read_timeout": read_timeout,
-        "request_timeout": request_timeout, "retry_budget": retry_budget,
-        "max_tries": max_tries, "concurrency_per_host": concurrency,
-        "user_agent": user_agent or None,
-    }
+    default = ClientPolicy()
     return ClientPolicy(
-        **{key: value for key, value in settings.items() if value is not None},  # type: ignore[arg-type]
+        connect_timeout=_given(connect_timeout, default.connect_timeout),
+        read_timeout=_given(read_timeout, default.read_timeout),
+        request_timeout=_given(request_timeout, default.request_timeout),
+        retry_budget=_given(retry_budget, default.retry_budget),
+        max_tries=_given(max_tries, default.max_tries),
+        concurrency_per_host=_given(concurrency, default.concurrency_per_host),
+        user_agent=user_agent or default.user_agent,
         verify=verify_tls,
         credentials=credentials,
         allowed_hosts=frozenset(check_host(host) for host in allowed_hosts),
         allow_private=allow_private,
     )
+
+
+def _given(value: T | None, default: T) -> T:
+    """``value``, or ``default`` where the option was not given."""
+    return default if value is None else value
 
 
 def _check_headers(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:

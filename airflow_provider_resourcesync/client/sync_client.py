@@ -6,7 +6,8 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from typing import BinaryIO, Protocol, TypeVar
+from http.cookiejar import CookieJar
+from typing import BinaryIO, Protocol, TypedDict, TypeVar
 
 import httpx
 
@@ -32,8 +33,8 @@ from .sinks import (
 )
 from .transport import SocketTransport, default_transport
 
-__all__ = ["BULK_AFTER", "MAX_PAGE_BYTES", "ResourceSyncClient", "Sink", "bulk_slots",
-           "duplicate_urls", "httpx_settings"]
+__all__ = ["BULK_AFTER", "MAX_PAGE_BYTES", "HttpxSettings", "ResourceSyncClient", "Sink",
+           "bulk_slots", "duplicate_urls", "httpx_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,18 @@ class Sink(Protocol[T]):
     def received(self) -> str: ...
 
 
-def httpx_settings(policy: ClientPolicy) -> dict[str, object]:
+class HttpxSettings(TypedDict):
+    """Keyword arguments of ``httpx.Client`` and ``httpx.AsyncClient`` (:func:`httpx_settings`)."""
+
+    timeout: httpx.Timeout
+    limits: httpx.Limits
+    verify: bool
+    headers: dict[str, str]
+    follow_redirects: bool
+    auth: OriginBoundAuth | None
+
+
+def httpx_settings(policy: ClientPolicy) -> HttpxSettings:
     """Keyword arguments of ``httpx.Client`` / ``httpx.AsyncClient`` for a policy."""
     return {
         "timeout": httpx.Timeout(policy.read_timeout, connect=policy.connect_timeout),
@@ -91,6 +103,24 @@ class _Cookies(httpx.Cookies):
     def extract_cookies(self, response: httpx.Response) -> None:
         if "set-cookie" in response.headers or "set-cookie2" in response.headers:
             super().extract_cookies(response)
+
+
+class _Client(httpx.Client):
+    """httpx's client whose cookie store, its ``cookies``, is a :class:`_Cookies` (httpx's
+    client reads and fills its store through that property)."""
+
+    def __init__(self, transport: httpx.BaseTransport | None, settings: HttpxSettings) -> None:
+        super().__init__(transport=transport, **settings)
+        self._store = _Cookies()
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._store
+
+    @cookies.setter
+    def cookies(self, cookies: httpx.Cookies | CookieJar | dict[str, str] | list[tuple[str, str]]
+                ) -> None:
+        self._store = _Cookies(cookies)
 
 
 def _body(response: httpx.Response, fields: Mapping[str, str]) -> Iterator[bytes]:
@@ -124,10 +154,9 @@ class ResourceSyncClient(ClosedOnExit):
         else:
             self._precheck = True
         settings = httpx_settings(self.policy)
-        self._http = httpx.Client(transport=transport, **settings)
-        self._http._cookies = _Cookies()  # the client's store (its setter would copy ours)
+        self._http = _Client(transport, settings)
         self._defaults = self._http.headers.raw  # merged into every request (see _request)
-        self._auth: OriginBoundAuth | None = settings["auth"]  # type: ignore[assignment]
+        self._auth = settings["auth"]
         self._timeouts = self._http.timeout.as_dict()
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._slots_lock = threading.Lock()
@@ -246,11 +275,12 @@ class ResourceSyncClient(ClosedOnExit):
         """The GET ``httpx.Client.build_request`` would make (``Host``, the client's headers
         with ``headers`` over them, its cookies), built without merging the client's headers
         anew for each request; ``send`` adds the timeouts and the auth flow."""
-        own = {name.lower().encode() for name in headers}
+        fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+        own = {name.lower() for name, _ in fields}
         request = httpx.Request("GET", target, headers=[
             (b"Host", target.netloc),
             *(pair for pair in self._defaults if pair[0].lower() not in own),
-            *headers.items()], stream=_NO_BODY, extensions={"deadline": deadline})
+            *fields], stream=_NO_BODY, extensions={"deadline": deadline})
         if self._http.cookies:
             self._http.cookies.set_cookie_header(request)
         return request

@@ -9,7 +9,7 @@ are left out of the inventory: a publication never publishes itself.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import unquote, urlsplit
@@ -36,7 +36,7 @@ class Inventoried:
     """An inventory: its objects in key order, as of ``time``, read from ``bucket``; ``what``
     names it in logs, ``excluded`` the prefix left out (None: none)."""
 
-    objects: Iterator[InventoryObject]
+    objects: Iterable[InventoryObject]
     time: datetime
     bucket: Bucket
     what: str

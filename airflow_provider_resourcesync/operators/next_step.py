@@ -3,7 +3,6 @@ only where re-running can succeed (``rerun_helps``), else what to change."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +19,7 @@ from ..errors import (
     UnsafeContentError,
     UnstorableKeyError,
 )
+from ..sync.log import Log
 
 __all__ = ["next_step", "says_what_next"]
 
@@ -61,7 +61,7 @@ def next_step(error: ResourceSyncError) -> str:
 
 
 @contextmanager
-def says_what_next(log: logging.Logger) -> Iterator[None]:
+def says_what_next(log: Log) -> Iterator[None]:
     """Log what to do next before the provider's errors fail the task (they propagate)."""
     try:
         yield

@@ -11,10 +11,10 @@ import io
 import os
 import string
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from ..errors import ContentMismatchError
 
@@ -25,7 +25,8 @@ __all__ = ["DEFAULT_ALGORITHMS", "HASH_ALGORITHMS", "Digester", "DigestingWriter
 HASH_ALGORITHMS: dict[str, str] = {
     "md5": "md5", "sha-1": "sha1", "sha-256": "sha256", "sha-512": "sha512"}
 #: Direct constructors: ``hashlib.new(name)`` looks the name up on every call.
-_CONSTRUCTORS = {name: getattr(hashlib, module) for name, module in HASH_ALGORITHMS.items()}
+_CONSTRUCTORS: dict[str, Callable[[], _Hasher]] = {
+    name: getattr(hashlib, module) for name, module in HASH_ALGORITHMS.items()}
 #: What a :class:`Digester` computes unless told otherwise.
 DEFAULT_ALGORITHMS = ("md5", "sha-1", "sha-256")
 #: Known algorithms, strongest first: of a resource's listed hashes, the first here is the one
@@ -34,6 +35,7 @@ BY_STRENGTH = ("sha-512", "sha-256", "sha-1", "md5")
 #: The digest stored with every mirrored object, whatever the Source lists: an audit can always
 #: compare the object with itself, and a later listing in sha-256 with it.
 STORED_DIGEST = "sha-256"
+
 #: Past this many bytes of one stream, a :class:`Digester` computes its digests on helper
 #: threads while the caller goes on, a batch of ``BATCH`` bytes at a time (see
 #: :class:`Digester`).
@@ -41,6 +43,13 @@ OVERLAP_AFTER = 1 << 20
 BATCH = 1 << 20
 
 _HEX = frozenset(string.hexdigits)
+
+
+class _Hasher(Protocol):
+    """What :mod:`hashlib`'s constructors make."""
+
+    def update(self, data: bytes | bytearray, /) -> None: ...
+    def hexdigest(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +162,7 @@ class Digester:
             name: _CONSTRUCTORS[name]() for name in algorithms if name in _CONSTRUCTORS}
         self.length = 0
         self._pending: list[Future[None]] = []  # the batch being digested, per algorithm
-        self._batch: list[bytes] = []  # the one gathering
+        self._batch: list[bytes | bytearray] = []  # the one gathering
         self._batched = 0
         self._overlapping: bool | None = None  # None: not decided yet (below OVERLAP_AFTER)
 
@@ -255,7 +264,7 @@ def stored_digests(listed: Hashes | None) -> tuple[str, ...]:
     return (STORED_DIGEST,) if strongest == (STORED_DIGEST,) else (STORED_DIGEST, *strongest)
 
 
-def _digest(hasher: Any, batch: list[bytes]) -> None:
+def _digest(hasher: _Hasher, batch: list[bytes | bytearray]) -> None:
     for chunk in batch:
         hasher.update(chunk)
 

@@ -188,7 +188,7 @@ class DumpPackage(ClosedOnExit):
         with (self._open_member(info) as stream,
               DocumentReader(stream, url=self.manifest_url,
                              max_bytes=limits.max_manifest_size) as reader):
-            entries = []
+            entries: list[Entry] = []
             for entry in reader:
                 if len(entries) == limits.max_manifest_entries:
                     raise UnsafeContentError(
@@ -460,7 +460,8 @@ class PackageWriter(FinishedOnSuccess):
         :raises InvalidValueError: as :meth:`add`.
         """
         self._check_open()
-        if self.kind is not DocumentKind.CHANGE_DUMP_MANIFEST or entry.change is not Change.DELETED:
+        if (self.kind is not DocumentKind.CHANGE_DUMP_MANIFEST or entry.md is None
+                or entry.change is not Change.DELETED):
             raise DocumentError(
                 f"{entry.loc} : only a Change Dump Manifest lists deletes, as change='deleted'",
                 section="13.2",

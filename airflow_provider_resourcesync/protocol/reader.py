@@ -16,7 +16,7 @@ import io
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from lxml import etree
 
@@ -151,7 +151,7 @@ class DocumentReader(ClosedOnExit):
 
     # -- opening -------------------------------------------------------------------------------
 
-    def _open(self, source: Source) -> IO[bytes]:
+    def _open(self, source: Source) -> _Capped:
         if isinstance(source, bytes):
             raw: IO[bytes] = io.BytesIO(source)
         elif isinstance(source, str | os.PathLike):
@@ -163,10 +163,10 @@ class DocumentReader(ClosedOnExit):
         else:
             raw = source
         magic = raw.read(2)
-        raw = _Prefixed(magic, raw)
-        if magic == b"\x1f\x8b":
-            raw = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        return _Capped(raw, self._max_bytes, self.url)
+        prefixed = _Prefixed(magic, raw)
+        stream: _Readable = (gzip.GzipFile(fileobj=prefixed, mode="rb")
+                             if magic == b"\x1f\x8b" else prefixed)
+        return _Capped(stream, self._max_bytes, self.url)
 
     def close(self) -> None:
         """Release the file the reader opened, if any."""
@@ -421,10 +421,16 @@ class _Prefixed(io.RawIOBase):
         return len(data)
 
 
+class _Readable(Protocol):
+    """What the reader reads from: ``read`` alone."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
 class _Capped:
     """Raises once more than ``limit`` bytes have been read from ``stream``."""
 
-    def __init__(self, stream: IO[bytes], limit: int, url: str) -> None:
+    def __init__(self, stream: _Readable, limit: int, url: str) -> None:
         self._stream = stream
         self._limit = limit
         self._url = url

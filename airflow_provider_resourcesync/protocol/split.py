@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import IO
+from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DocumentError, InvalidValueError
@@ -28,12 +28,19 @@ from .model import (
 from .order import ChangeOrder, ForwardOrder, package_start
 from .writer import Serializer
 
-__all__ = ["default_part_url", "write_split"]
+__all__ = ["Output", "default_part_url", "write_split"]
 
 #: Serialized entries of a part are held in memory up to this size, then spill to disk.
 _SPOOL_MEMORY = 4 * 1024 * 1024
 #: The longest datetime :func:`format_datetime` writes, to size a part's head before it is known.
 _LONGEST_DATETIME = datetime.max.replace(tzinfo=UTC)
+
+
+class Output(Protocol):
+    """Where a document is written: a binary stream, written to only."""
+
+    def write(self, data: bytes, /) -> object: ...
+    def writelines(self, lines: Iterable[bytes], /) -> object: ...
 
 
 def default_part_url(url: str, number: int) -> str:
@@ -76,7 +83,7 @@ class _Spool:
         self.size += other.size
         self.count += other.count
 
-    def copy_to(self, stream: IO[bytes]) -> None:
+    def copy_to(self, stream: Output) -> None:
         self._body.seek(0)
         shutil.copyfileobj(self._body, stream)
 
@@ -194,7 +201,7 @@ class _Index:
         self._size += len(data)
         self.locs.append(entry.loc)
 
-    def write(self, stream: IO[bytes]) -> None:
+    def write(self, stream: Output) -> None:
         stream.write(self._head)
         stream.writelines(self._entries)
         stream.write(self._serializer.end())
@@ -232,7 +239,7 @@ class _Splitter:
         head: Head,
         *,
         url: str,
-        open_output: Callable[[str], AbstractContextManager[IO[bytes]]],
+        open_output: Callable[[str], AbstractContextManager[Output]],
         part_url: Callable[[int], str],
         max_entries: int,
         max_bytes: int,
@@ -392,7 +399,7 @@ def write_split(
     entries: Iterable[Entry],
     *,
     url: str,
-    open_output: Callable[[str], AbstractContextManager[IO[bytes]]],
+    open_output: Callable[[str], AbstractContextManager[Output]],
     part_url: Callable[[int], str] | None = None,
     max_entries: int = MAX_ENTRIES,
     max_bytes: int = MAX_DOCUMENT_BYTES,

@@ -236,7 +236,8 @@ class Serializer:
         self._prefixes.update({RS_NS: "rs", _XML_NS: "xml"})
         self._taken = {"rs", "xml", *(prefix for prefix, _ in declared)}
         self._time = _RecentTimes()
-        formats = {format_datetime: self._time, _hashes: _LastText(_hashes)}
+        formats: dict[_Format, _Format] = {format_datetime: self._time,
+                                           _hashes: _LastText(_hashes)}
         self._md_attributes = _attributes(_MD, formats)
         self._ln_attributes = _attributes(_LN, formats)
         self._parser = etree.XMLParser(

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
 
 from botocore.exceptions import ClientError
 
@@ -28,6 +28,10 @@ from ..errors import PublishError
 from ..storage.base import shown_key
 from .inventory.local import change_token
 from .inventory.s3errors import s3_errors
+
+if TYPE_CHECKING:
+    from botocore.response import StreamingBody
+    from mypy_boto3_s3 import S3Client
 
 __all__ = ["Bucket", "LocalBucket", "S3Bucket"]
 
@@ -154,10 +158,17 @@ def _close_all(descriptors: OrderedDict[str | None, int]) -> None:
         os.close(descriptors.popitem()[1])
 
 
+class _Pin(TypedDict, total=False):
+    """What a GET is pinned to: the version inventoried, else its ETag."""
+
+    VersionId: str
+    IfMatch: str
+
+
 class S3Bucket:
     """Objects of ``bucket``, read through ``client`` (boto3's S3 client), streamed."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str) -> None:
         self.client = client
         self.bucket = bucket
 
@@ -167,7 +178,7 @@ class S3Bucket:
     @contextmanager
     def read(self, key: str, etag: str, version_id: str | None = None
              ) -> Iterator[Iterator[bytes] | None]:
-        pin = {"VersionId": version_id} if version_id else {"IfMatch": f'"{etag}"'}
+        pin: _Pin = {"VersionId": version_id} if version_id else {"IfMatch": f'"{etag}"'}
         action = "s3:GetObjectVersion" if version_id else "s3:GetObject"
         with s3_errors(action, self.bucket, key):
             try:
@@ -184,7 +195,7 @@ class S3Bucket:
         finally:
             body.close()
 
-    def _chunks(self, action: str, key: str, body: Any) -> Iterator[bytes]:
+    def _chunks(self, action: str, key: str, body: StreamingBody) -> Iterator[bytes]:
         """``body`` in chunks, a broken transfer as :class:`InventoryError`."""
         with s3_errors(action, self.bucket, key):
             yield from body.iter_chunks(_CHUNK)

@@ -82,10 +82,11 @@ def changes(previous: Iterable[InventoryObject], current: Iterable[InventoryObje
     old_last = before[0] if before is not None else ""
     new_last = after[0] if after is not None else ""
     while before is not None or after is not None:
-        if after is None or (before is not None and before[0] < after[0]):
+        if before is not None and (after is None or before[0] < after[0]):
             yield Change(ChangeKind.DELETED, before[0], until, None, fields_object(before))
             old_step = True
         else:
+            assert after is not None  # else ``before`` alone is left, and went above
             if before is None or after[0] < before[0]:
                 if after[5] == "false":
                     created = fields_object(after)

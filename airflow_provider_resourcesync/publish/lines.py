@@ -27,7 +27,7 @@ _BAD = (ValueError, KeyError, TypeError, OSError, EOFError)
 
 @contextmanager
 def lines_writer(destination: Destination, key: str, head: dict[str, Any]
-                 ) -> Iterator[Callable[[list[Any]], None]]:
+                 ) -> Iterator[Callable[[list[Any]], object]]:
     """A function that writes a row after ``head`` at ``key``; all are committed together on
     leaving the block without an error, and none otherwise."""
     with destination.stage(key) as staged:

@@ -15,7 +15,7 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowSkipException
 
 from ..client.navigate import capability_documents, choose_capability
-from ..client.watch import Sighting, drive
+from ..client.watch import Plan, Sighting, drive
 from ..errors import ChangeGapError, NoCheckpointError, ResourceSyncError
 from ..hooks.destination import DestinationURL, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
@@ -148,7 +148,8 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         watch = self._watching()
         client = watch.hook.get_conn()
         client.budget.restart()  # one client serves every poke: each poke has the whole budget
-        seen = drive(client, self.trigger_class.plan(watch.change_list_url, watch.position))
+        plan: Plan[Sighting] = self.trigger_class.plan(watch.change_list_url, watch.position)
+        seen = drive(client, plan)
         self.log.info("Looked for %s in %s : %s", self.trigger_class.waiting_for,
                       watch.change_list_url, seen.to_json())
         return seen

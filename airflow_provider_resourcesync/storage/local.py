@@ -207,8 +207,8 @@ class LocalDestination(Destination):
                 os.replace(staged, path)
             except IsADirectoryError:
                 raise self._directory_in_the_way(key, Path(path)) from None
-            if sidecar is not None:
-                sidecar.write_bytes(data)  # type: ignore[arg-type]
+            if sidecar is not None and data is not None:  # data: not None with a sidecar
+                sidecar.write_bytes(data)
             elif data is None:
                 self._meta_path(key).unlink(missing_ok=True)
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypedDict
 from urllib.parse import quote, unquote
 
 import smart_open.s3
@@ -37,6 +37,15 @@ from ..protocol.hashes import Hashes
 from .base import Destination, ObjectInfo, Staged, shown_key
 from .keys import RESERVED_PREFIX
 from .local import key_segments
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import (
+        CopySourceTypeDef,
+        HeadObjectOutputTypeDef,
+        ListMultipartUploadsOutputTypeDef,
+        MultipartUploadTypeDef,
+    )
 
 __all__ = ["STALE_UPLOAD_AFTER", "S3Destination"]
 
@@ -70,7 +79,7 @@ class S3Destination(Destination):
         them. Longer than any upload of a live run takes.
     """
 
-    def __init__(self, client: Any, bucket: str, prefix: str = "", *,
+    def __init__(self, client: S3Client, bucket: str, prefix: str = "", *,
                  multipart_threshold: int = 8 * _MIB, part_size: int = 8 * _MIB,
                  page_size: int = 1000,
                  stale_upload_after: timedelta = STALE_UPLOAD_AFTER) -> None:
@@ -143,7 +152,7 @@ class S3Destination(Destination):
         self._abort_stale_uploads()
         length = file.seek(0, 2)
         file.seek(0)
-        extra = {"Metadata": metadata, "ContentType": info.type or _BINARY}
+        extra: _Described = {"Metadata": metadata, "ContentType": info.type or _BINARY}
         with self._errors("upload", key):
             if length < self._multipart_threshold:
                 self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=file,
@@ -154,19 +163,21 @@ class S3Destination(Destination):
                 self._multipart(key, file, buffer, part_size, extra)
 
     def _multipart(self, key: str, file: BinaryIO, buffer: BinaryIO, part_size: int,
-                   extra: dict[str, Any]) -> None:
+                   extra: _Described) -> None:
         """Upload ``file`` in parts, buffered in ``buffer`` (a file: memory stays flat).
 
-        smart_open.s3.open, not smart_open.open: no compression guessed from the key's extension,
-        no credentials or versionId parsed out of it. Its writer aborts the upload when its
-        ``with`` block fails, but not when ``close()`` does (the last part goes up there), so
-        the abort is ours. An abort that fails too leaves an incomplete upload, invisible as
-        an object (a bucket lifecycle rule AbortIncompleteMultipartUpload reclaims it).
+        smart_open.s3's writer, not smart_open.open: no compression guessed from the key's
+        extension, no credentials or versionId parsed out of it. The writer aborts the upload
+        when its ``with`` block fails, but not when ``close()`` does (the last part goes up
+        there), so the abort is ours. An abort that fails too leaves an incomplete upload,
+        invisible as an object (a bucket lifecycle rule AbortIncompleteMultipartUpload reclaims
+        it).
         """
-        upload = smart_open.s3.open(
-            self.bucket, self._key(key), "wb", client=self.client,
+        upload = smart_open.s3.MultipartWriter(
+            self.bucket, self._key(key), part_size=part_size, client=self.client,
             client_kwargs={"S3.Client.create_multipart_upload": extra},
-            min_part_size=part_size, writebuffer=buffer)
+            # smart_open documents any seekable binary file as the buffer; it annotates BytesIO
+            writebuffer=buffer)  # type: ignore[arg-type]
         try:
             shutil.copyfileobj(file, upload, _MIB)
             upload.close()
@@ -204,7 +215,7 @@ class S3Destination(Destination):
                           "started more than %s before the server's time", aborted, self.url,
                           self._stale_upload_after)
 
-    def _stale_uploads(self) -> Iterator[dict[str, Any]]:
+    def _stale_uploads(self) -> Iterator[MultipartUploadTypeDef]:
         paginator = self.client.get_paginator("list_multipart_uploads")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix,
                                        PaginationConfig={"PageSize": self._page_size}):
@@ -230,7 +241,7 @@ class S3Destination(Destination):
             return None
         return _info(head.get("Metadata", {}), f"{self._where(key)}")
 
-    def _head(self, key: str) -> dict[str, Any] | None:
+    def _head(self, key: str) -> HeadObjectOutputTypeDef | None:
         """The object's headers; None if there is none (S3 answers a HEAD in a missing bucket
         with a bare 404 too: the first GET or PUT names the bucket)."""
         try:
@@ -244,7 +255,10 @@ class S3Destination(Destination):
 
     def open(self, key: str) -> BinaryIO:
         with self._errors("read", key):
-            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+            body = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"]
+        # botocore's StreamingBody is an io.IOBase of bytes (read, close, with) as BinaryIO's
+        # readers here use it; its stubs do not derive it from BinaryIO
+        return body  # type: ignore[return-value]
 
     def read_bytes(self, key: str) -> bytes | None:
         """A small object whole, in one request; None if there is none."""
@@ -277,7 +291,7 @@ class S3Destination(Destination):
 
     def move(self, key: str, to_key: str) -> None:
         """Copy (with the metadata) then delete; objects up to S3's 5 GB copy limit."""
-        source = {"Bucket": self.bucket, "Key": self._key(key)}
+        source: CopySourceTypeDef = {"Bucket": self.bucket, "Key": self._key(key)}
         self._abort_stale_uploads()
         with self._errors(f"copy to {shown_key(to_key)}", key):
             self.client.copy_object(Bucket=self.bucket, Key=self._key(to_key),
@@ -302,14 +316,23 @@ class _S3Staged(Staged):
         self.file.close()
 
 
-def _server_time(answer: dict[str, Any]) -> datetime | None:
+def _server_time(answer: ListMultipartUploadsOutputTypeDef) -> datetime | None:
     """The server's clock when it answered (the ``Date`` header); None without one."""
     date = answer.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+    if date is None:
+        return None
     try:
         when = parsedate_to_datetime(date)
     except (TypeError, ValueError):
         return None
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+class _Described(TypedDict):
+    """What an object is uploaded with: its description (:func:`_metadata`) and type."""
+
+    Metadata: dict[str, str]
+    ContentType: str
 
 
 class _Missing(DestinationError):

@@ -31,6 +31,7 @@ from ..storage.keys import KeyMapper, normalized
 from ..storage.state import WELL_KNOWN, MirrorState
 from .compare import Expected, agrees, identity
 from .expectation import Expectations
+from .log import Log
 from .pool import bounded_map
 from .transfer import Transfer
 
@@ -80,7 +81,7 @@ class AuditReport:
 def run_audit(client: ResourceSyncClient, destination: Destination, *, capability_list_url: str,
               mapper: KeyMapper | None = None, repair: bool = False, deep: bool = False,
               ignore_prefixes: Sequence[str] = (), concurrency: int = 16,
-              log: logging.Logger | None = None) -> AuditReport:
+              log: Log | None = None) -> AuditReport:
     """Compare ``destination`` with the Source; with ``repair``, fix what differs.
 
     :param capability_list_url: the Source's Capability List (9); it must offer a Resource List.
@@ -146,7 +147,7 @@ class _Auditor:
     book: Expectations
     deep: bool
     ignored: tuple[str, ...]
-    log: logging.Logger
+    log: Log
     refused: int = 0
 
     def expect(self, client: ResourceSyncClient, list_url: str, change_list_url: str | None

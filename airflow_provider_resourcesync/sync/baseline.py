@@ -41,6 +41,7 @@ from ..storage.state import MirrorState
 from ..units import byte_size
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
+from .log import Log
 from .packages import fetched_package
 from .pool import bounded_map
 from .processes import (
@@ -68,7 +69,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
                  capability_list_url: str, method: str = "auto", mapper: KeyMapper | None = None,
                  remove_missing: bool = False, shard: Shard | None = None, concurrency: int = 16,
                  public_url: str | None = None, processes: int | None = None,
-                 log: logging.Logger | None = None) -> Checkpoint:
+                 log: Log | None = None) -> Checkpoint:
     """Mirror every resource of the Source (or of ``shard``) into ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -135,7 +136,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
 
 
 def _checkpoint(source: str, document: str, destination: Destination, at: datetime | None,
-                shard: Shard | None, stats: dict[str, int], log: logging.Logger) -> Checkpoint:
+                shard: Shard | None, stats: dict[str, int], log: Log) -> Checkpoint:
     if at is None:
         log.warning("%s has no 'at' (spec 10.1, 11.1): the next incremental run reads every "
                     "change from the start", document)

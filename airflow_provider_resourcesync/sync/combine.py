@@ -14,6 +14,7 @@ from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..storage.state import MirrorState
 from .checkpoint import Checkpoint, combine
+from .log import Log
 from .shard import Shard
 
 __all__ = ["combine_shards", "shard_location"]
@@ -27,7 +28,7 @@ def shard_location(shard: Shard) -> str:
 
 
 def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
-                   log: logging.Logger | None = None) -> Checkpoint:
+                   log: Log | None = None) -> Checkpoint:
     """The mirror's state from the views of the shards of one baseline, saved with their
     combined checkpoint; the views are deleted then.
 

@@ -105,8 +105,9 @@ class Expectations(ClosedOnExit):
         return self._one("SELECT 1 FROM found WHERE kind = ? AND key = ?", kind, key)
 
     def count(self, kind: str) -> int:
-        return self._db.execute("SELECT count(*) FROM found WHERE kind = ?", (kind,)
-                                ).fetchone()[0]
+        found: int = self._db.execute("SELECT count(*) FROM found WHERE kind = ?", (kind,)
+                                      ).fetchone()[0]
+        return found
 
     def examples(self, kind: str, limit: int) -> list[str]:
         rows = self._db.execute("SELECT uri FROM found WHERE kind = ? ORDER BY uri LIMIT ?",

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from typing import TypeVar
 
 from ..client.navigate import (
     ChangeItem,
@@ -37,6 +38,7 @@ from ..units import counted
 from .baseline import run_baseline
 from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
+from .log import Log
 from .packages import fetched_package
 from .pool import bounded_map
 from .tally import Outcome, Tally, fix_for
@@ -55,13 +57,16 @@ DELETES = ("delete", "keep", "move")
 #: :mod:`~..protocol.gap`): ``"fail"`` with :class:`ChangeGapError`, or run a ``"baseline"``.
 ON_GAP = ("fail", "baseline")
 
+#: What :meth:`_Run._read` reads: changes, or Change Dump packages.
+T = TypeVar("T", ChangeItem, Entry)
+
 
 def run_incremental(client: ResourceSyncClient, destination: Destination, *,
                     capability_list_url: str, checkpoint: Checkpoint, method: str = "auto",
                     deletes: str = "delete", move_to: str = "deleted/",
                     mapper: KeyMapper | None = None, concurrency: int = 16,
                     public_url: str | None = None, on_gap: str = "fail",
-                    log: logging.Logger | None = None) -> Checkpoint:
+                    log: Log | None = None) -> Checkpoint:
     """Apply the Source's changes after ``checkpoint`` to ``destination``.
 
     :param capability_list_url: the Source's Capability List (9).
@@ -106,7 +111,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
 def _changes_since(client: ResourceSyncClient, destination: Destination,
                    capability_list_url: str, checkpoint: Checkpoint, method: str, deletes: str,
                    move_to: str, mapper: KeyMapper | None, concurrency: int,
-                   public_url: str | None, log: logging.Logger) -> Checkpoint:
+                   public_url: str | None, log: Log) -> Checkpoint:
     """:func:`run_incremental`'s work, once its arguments are checked."""
     capabilities = capability_documents(client, capability_list_url)
     capability = choose_capability(METHODS[method], (Capability.CHANGE_LIST,
@@ -218,7 +223,7 @@ class _Run:
                                      len(opened.manifest.entries))
         return position
 
-    def _read(self, items: Iterable[ChangeItem], url: str) -> Iterator[ChangeItem]:
+    def _read(self, items: Iterable[T], url: str) -> Iterator[T]:
         """``items``, ending early (recorded as a failure) where a document cannot be read: the
         changes read before are applied, and the checkpoint stops after them."""
         try:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Any, overload
 
 from ..client.navigate import ChangeItem
 from ..protocol.datetimes import ZONE_ASSUMED
@@ -113,6 +113,10 @@ def _hashes(hashes: Hashes | None) -> Plain | None:
     return tuple((value.algorithm, value.digest) for value in hashes.values)
 
 
+@overload
+def _from_hashes(plain: Plain) -> Hashes: ...
+@overload
+def _from_hashes(plain: None) -> None: ...
 def _from_hashes(plain: Plain | None) -> Hashes | None:
     if plain is None:
         return None

@@ -14,12 +14,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from queue import Empty, SimpleQueue
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 __all__ = ["Throttle", "bounded_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+#: What a call on a crew's thread came to: its result, or what it raised.
+_Outcome = tuple[Literal[True], R] | tuple[Literal[False], BaseException]
 
 
 class Throttle:
@@ -63,15 +65,14 @@ class Throttle:
         rate = self._done / elapsed
         self._start, self._done = now, 0
         if self._probe is not None:
-            self._judge(rate)
+            self._judge(rate, *self._probe)
         elif self._hold > 0:
             self._hold -= 1
         else:
             self._upward = not self._upward
             self._try(rate, self._upward)
 
-    def _judge(self, rate: float) -> None:
-        before, before_rate = self._probe  # type: ignore[misc]
+    def _judge(self, rate: float, before: int, before_rate: float) -> None:
         self._probe = None
         if self.limit > before and rate >= before_rate * (1 + self.GAIN):
             self._patience = self.HOLD
@@ -99,7 +100,7 @@ class _Crew:
     second."""
 
     def __init__(self, function: Callable[[T], R], size: int,
-                 outbox: SimpleQueue[tuple[bool, Any]]) -> None:
+                 outbox: SimpleQueue[_Outcome[R]]) -> None:
         self.size = size
         self.inbox: SimpleQueue[Any] = SimpleQueue()
         self._threads = [threading.Thread(target=_work, args=(self.inbox, function, outbox),
@@ -128,9 +129,10 @@ class _Crew:
 _STOP = object()
 
 
-def _work(inbox: SimpleQueue[Any], function: Callable[[Any], Any],
-          outbox: SimpleQueue[tuple[bool, Any]]) -> None:
+def _work(inbox: SimpleQueue[Any], function: Callable[[Any], R],
+          outbox: SimpleQueue[_Outcome[R]]) -> None:
     while (item := inbox.get()) is not _STOP:
+        outcome: _Outcome[R]
         try:
             outcome = (True, function(item))
         except BaseException as error:  # handed to the caller, raised there
@@ -147,18 +149,18 @@ def bounded_map(function: Callable[[T], R], items: Iterable[T], workers: int) ->
     same however many are in flight. Leaving early waits for the running calls and takes back
     the queued ones; an exception ``function`` raises is raised here."""
     throttle = Throttle(workers, time.monotonic())
-    outbox: SimpleQueue[tuple[bool, Any]] = SimpleQueue()
+    outbox: SimpleQueue[_Outcome[R]] = SimpleQueue()
     crew: _Crew | None = None
     pending = 0  # items handed to the crew whose outcome is not taken yet
 
     def settle() -> R:
         nonlocal pending
-        succeeded, value = outbox.get()
+        outcome = outbox.get()
         pending -= 1
         throttle.completed(time.monotonic())
-        if not succeeded:
-            raise value
-        return value  # type: ignore[no-any-return]
+        if outcome[0]:
+            return outcome[1]
+        raise outcome[1]
 
     try:
         for item in items:

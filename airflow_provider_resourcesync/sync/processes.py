@@ -39,6 +39,7 @@ from ..storage.base import Destination
 from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
 from ..storage.state import ObjectRecord
+from .log import Log
 from .plain import (
     Plain,
     entry_plain,
@@ -86,7 +87,7 @@ def why_one_process(destination: Destination, shard: Shard | None) -> str | None
 
 def worker_count(processes: int | None, *, destination: Destination, shard: Shard | None,
                  concurrency: int, policy: ClientPolicy, parent_fetches: bool,
-                 since: CpuSample, log: logging.Logger) -> int:
+                 since: CpuSample, log: Log) -> int:
     """How many workers a baseline from a Resource List may use (1: none, the run stays in this
     process), before the size of the listing is known.
 
@@ -109,7 +110,7 @@ def worker_count(processes: int | None, *, destination: Destination, shard: Shar
                       policy.concurrency_per_host - parent_fetches))
 
 
-def free_cores(log: logging.Logger, since: CpuSample) -> int:
+def free_cores(log: Log, since: CpuSample) -> int:
     """The cores this run may keep busy: those it may use (:func:`~..cores.usable_cores`) that
     nothing but this run has used since ``since`` (rounded, at least the one it is on).
     Workers pay only on a core nobody else needs: where the cores are busy, their extra work
@@ -156,7 +157,7 @@ class Job:
 
 def jobs(count: int, *, client: ResourceSyncClient, destination: LocalDestination,
          mapper: KeyMapper, concurrency: int, parent_fetches: bool,
-         log: logging.Logger) -> list[Job]:
+         log: Log) -> list[Job]:
     """One job per worker, the limits on requests in flight split between them."""
     policy = client.policy
     origins = tuple(_origin_url(*where) for where in sorted(client.guard.origins))
@@ -206,7 +207,7 @@ class Workers(ClosedOnExit):
     """Workers started from ``jobs``; :meth:`map` runs entries through them, ``close`` ends
     them (killed where they do not end in :data:`END_WAIT` seconds)."""
 
-    def __init__(self, jobs: Sequence[Job], *, log: logging.Logger) -> None:
+    def __init__(self, jobs: Sequence[Job], *, log: Log) -> None:
         self._log = log
         self._workers: list[_Worker] = []
         try:
@@ -251,6 +252,7 @@ class Workers(ClosedOnExit):
         """What the workers sent, waiting for at least one message."""
         running = {worker.up: worker for worker in self._workers if worker.running}
         for ready in wait(list(running)):
+            # ``wait`` gives back connections it was given; typeshed types them any waitable
             worker = running[ready]  # type: ignore[index]
             try:
                 messages = worker.up.recv()

@@ -3,7 +3,6 @@ running it again can fix them (or what must change first)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from ..errors import (
     UnstorableKeyError,
 )
 from ..units import byte_size, counted
+from .log import Log
 
 __all__ = ["Outcome", "Tally", "fix_for"]
 
@@ -52,7 +52,7 @@ class Tally:
     """Counts of one run (listed, fetched, unchanged, removed, failed, bytes) and its first
     failures. Kept on one thread: the pool hands outcomes back to the caller's."""
 
-    log: logging.Logger
+    log: Log
     stats: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
         ("listed", "fetched", "unchanged", "removed", "failed", "bytes"), 0))
     failures: list[tuple[str, str]] = field(default_factory=list)

@@ -88,6 +88,7 @@ def _mirror(job: Job, entries: Iterator[Entry], outbox: SimpleQueue[Any]) -> Non
     """Fetch, verify and commit each entry, as a run on one process does."""
     reporter = _Reporter()
     with ResourceSyncClient(job.policy, source_urls=job.origins) as client:
+        # the reporter stands in for the state (get and put): a worker's transfer only mirrors
         transfer = Transfer(LocalDestination(job.root), reporter, job.mapper)  # type: ignore[arg-type]
 
         def work(entry: Entry) -> tuple[Outcome, ObjectRecord | None]:

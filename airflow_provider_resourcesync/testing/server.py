@@ -41,6 +41,8 @@ from typing import Any
 
 __all__ = ["LOGGED_HEADERS", "MAX_STALL", "Content", "RequestRecord", "SourceServer"]
 
+#: The address served on.
+_HOST = "127.0.0.1"
 #: The longest a stall may hold a request, in seconds.
 MAX_STALL = 30.0
 #: Request headers kept in the log (keys lower case).
@@ -144,8 +146,7 @@ class SourceServer:
             self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
-        host, port = self._httpd.server_address[:2]
-        self.base_url = f"{'https' if tls else 'http'}://{host}:{port}"
+        self.base_url = f"{'https' if tls else 'http'}://{_HOST}:{self._httpd.server_port}"
 
     # -- lifetime --------------------------------------------------------------------------------
 
@@ -407,7 +408,7 @@ class _HTTPServer(ThreadingHTTPServer):
 
     def __init__(self, source: SourceServer) -> None:
         self.source = source
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__((_HOST, 0), _Handler)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Quiet about clients hanging up (which faults provoke); loud about anything else."""

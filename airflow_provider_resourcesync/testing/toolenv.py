@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["ToolUnavailable", "cache_root", "installed", "uv_command"]
@@ -29,7 +29,7 @@ class ToolUnavailable(Exception):
     """The tool could not be installed or does not run."""
 
 
-def uv_command(environ: dict[str, str] | None = None) -> list[str]:
+def uv_command(environ: Mapping[str, str] | None = None) -> list[str]:
     """How to run uv from here: the ``UV`` that ``uv run`` sets to its own path; else ``uv`` on
     the PATH; else ``python3 -m uv`` (how CI installs it).
 
@@ -50,7 +50,7 @@ def uv_command(environ: dict[str, str] | None = None) -> list[str]:
                           "'python3 -m uv'): install it with 'python3 -m pip install uv'")
 
 
-def cache_root(environ: dict[str, str] | None = None) -> Path:
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
     """``$XDG_CACHE_HOME`` (else ``~/.cache``), our folder in it."""
     environ = os.environ if environ is None else environ
     base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")

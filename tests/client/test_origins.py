@@ -13,8 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpcore
+import httpx
 import pytest
 
+from airflow_provider_resourcesync.client.addresses import checked_async_transport
 from airflow_provider_resourcesync.client.async_client import AsyncResourceSyncClient
 from airflow_provider_resourcesync.client.policy import ClientPolicy, allowed_origins
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
@@ -219,6 +222,42 @@ def test_the_async_client_connects_only_to_the_address_it_checked(
         asyncio.run(fetch())
     assert server.requests == []
     assert [address for address, _ in rebinding] == [PUBLIC]
+
+
+def test_the_async_transport_connects_to_the_addresses_its_check_accepts(
+        server: SourceServer) -> None:
+    """The transport under the async client: the URL and every address its host resolved to
+    checked, then the exchange as httpx's transport makes it, httpcore's errors raised as
+    httpx's (a body cut short, a refused connection)."""
+    server.put("/cut", BODY, "text/plain")
+    server.truncate("/cut")
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))  # bound, never listening: connections to it are refused
+    closed_port = refused.getsockname()[1]
+    checked: list[tuple[str, list[str]]] = []
+
+    async def exchanges() -> tuple[httpx.Response, BaseException, BaseException]:
+        transport = checked_async_transport(
+            True, httpx.Limits(), lambda url, addresses: checked.append((url, list(addresses))))
+        async with httpx.AsyncClient(transport=transport) as http:
+            response = await http.get(server.url("/res"))
+            with pytest.raises(httpx.RemoteProtocolError) as cut:
+                await http.get(server.url("/cut"))
+            with pytest.raises(httpx.ConnectError) as unreached:
+                await http.get(f"http://127.0.0.1:{closed_port}/res")
+        return response, cut.value, unreached.value
+
+    try:
+        response, cut, unreached = asyncio.run(exchanges())
+    finally:
+        refused.close()
+    assert (response.status_code, response.content) == (200, BODY)
+    assert response.headers["content-type"].startswith("text/plain")
+    assert isinstance(cut.__cause__, httpcore.RemoteProtocolError)
+    assert isinstance(unreached.__cause__, httpcore.ConnectError)
+    # one check per connection made (``/cut`` may go over the one ``/res`` left open)
+    assert checked[0] == (server.url("/res"), ["127.0.0.1"])
+    assert checked[-1] == (f"http://127.0.0.1:{closed_port}/res", ["127.0.0.1"])
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

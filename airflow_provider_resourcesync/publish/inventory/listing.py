@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .objects import InventoryObject, checked_key, in_scope
 from .order import in_key_order
 from .s3errors import s3_errors
 
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
 __all__ = ["list_bucket"]
 
 
-def list_bucket(client: Any, bucket: str, prefix: str = "", *,
+def list_bucket(client: S3Client, bucket: str, prefix: str = "", *,
                 exclude_prefix: str | None = None,
                 page_size: int = 1000) -> Iterator[InventoryObject]:
     """The objects under ``prefix`` in ``bucket``, in key order, a page in memory at a time.
@@ -34,7 +37,7 @@ def list_bucket(client: Any, bucket: str, prefix: str = "", *,
                             where)
 
 
-def _listed(client: Any, bucket: str, prefix: str, exclude_prefix: str | None,
+def _listed(client: S3Client, bucket: str, prefix: str, exclude_prefix: str | None,
             page_size: int, where: str) -> Iterator[InventoryObject]:
     pages = client.get_paginator("list_objects_v2").paginate(
         Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": page_size})

@@ -6,18 +6,33 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from types import TracebackType
+from typing import TYPE_CHECKING, Protocol, Self
 
 from ...errors import InventoryError, shown
 from .s3errors import s3_errors
 
-__all__ = ["DirectoryReportReader", "ReportReader", "S3ReportReader"]
+if TYPE_CHECKING:
+    from botocore.response import StreamingBody
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["DirectoryReportReader", "ReportObject", "ReportReader", "S3ReportReader"]
+
+
+class ReportObject(Protocol):
+    """An object of a report, open to read (a file, or an S3 object's body)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None, /) -> None: ...
 
 
 class ReportReader(Protocol):
     """Opens the objects of a report by key."""
 
-    def open(self, key: str) -> BinaryIO:
+    def open(self, key: str) -> ReportObject:
         """The object at ``key``, to read (the caller closes it).
 
         :raises InventoryError: it is missing or cannot be read (the key is named).
@@ -32,14 +47,14 @@ class ReportReader(Protocol):
 class S3ReportReader:
     """The report's objects in ``bucket`` (the inventory's destination bucket)."""
 
-    def __init__(self, client: Any, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str) -> None:
         self.client = client
         self.bucket = bucket
 
-    def open(self, key: str) -> BinaryIO:
+    def open(self, key: str) -> ReportObject:
         with s3_errors("s3:GetObject", self.bucket, key):
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-        return _Body(body, self.bucket, key)  # type: ignore[return-value]
+        return _Body(body, self.bucket, key)
 
     def where(self, key: str) -> str:
         return f"s3://{self.bucket}/{shown(key)}"
@@ -49,7 +64,7 @@ class _Body:
     """An object's body whose reads fail as :class:`InventoryError` (a connection dropped
     mid-file: a re-run can help)."""
 
-    def __init__(self, body: Any, bucket: str, key: str) -> None:
+    def __init__(self, body: StreamingBody, bucket: str, key: str) -> None:
         self._body = body
         self._bucket = bucket
         self._key = key
@@ -74,7 +89,7 @@ class DirectoryReportReader:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
 
-    def open(self, key: str) -> BinaryIO:
+    def open(self, key: str) -> ReportObject:
         if key.startswith("/") or any(part in ("", ".", "..") for part in key.split("/")):
             raise InventoryError(f"{self.where(key)}: not a relative key inside {self.root}; "
                                  "the manifest is not one S3 wrote")

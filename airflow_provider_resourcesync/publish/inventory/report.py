@@ -77,7 +77,7 @@ class InventoryReport:
             with Verified(self.reader.open(data_file.key), where, data_file.size,
                           data_file.md5) as verified:
                 if self.manifest.file_format == "CSV":
-                    yield from _read_csv(verified, where, lambda rows, at=where: csv_read(
+                    yield from _read_csv(verified, where, lambda rows, at: csv_read(
                         fields, rows, at, self.scope))
                     continue
                 with tempfile.TemporaryFile() as copy:
@@ -97,11 +97,12 @@ def _typed_entries(fields: Fields, rows: Iterator[tuple[Any, ...]], where: str,
 
 
 def _read_csv(verified: Verified, where: str,
-              read: Callable[[Iterator[list[str]]], Iterator[T]]) -> Iterator[T]:
-    text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),  # type: ignore[arg-type]
+              read: Callable[[Iterator[list[str]], str], Iterator[T]]) -> Iterator[T]:
+    """What ``read`` makes of the rows of ``verified`` (at ``where``, which it is given)."""
+    text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),
                             encoding="utf-8", newline="")
     try:
-        yield from read(csv.reader(text, strict=True))
+        yield from read(csv.reader(text, strict=True), where)
     except InventoryError as exc:
         if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
             verified.check()

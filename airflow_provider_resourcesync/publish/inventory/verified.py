@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import BinaryIO
+from typing import TYPE_CHECKING
 
 from ...errors import InventoryError
+from .readers import ReportObject
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 __all__ = ["Verified"]
 
@@ -18,7 +22,7 @@ class Verified(io.RawIOBase):
     :param where: the data file, for the message.
     """
 
-    def __init__(self, body: BinaryIO, where: str, size: int, md5: str) -> None:
+    def __init__(self, body: ReportObject, where: str, size: int, md5: str) -> None:
         self._body = body
         self._where = where
         self._size = size
@@ -29,11 +33,12 @@ class Verified(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self._body.read(len(buffer))
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        view = memoryview(buffer)
+        data = self._body.read(len(view))
         self._hash.update(data)
         self.count += len(data)
-        buffer[: len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
     def check(self) -> None:

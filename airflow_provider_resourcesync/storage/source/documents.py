@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import IO
 from urllib.parse import unquote, urlsplit
 
 from ...errors import DocumentError, InvalidValueError
 from ...protocol.hashes import DigestingWriter
 from ...protocol.model import Document, Entry, Head, Link
 from ...protocol.reader import DocumentReader
-from ...protocol.split import write_split
+from ...protocol.split import Output, write_split
 from ...protocol.writer import document_bytes
 from ..base import Destination, ObjectInfo
 from ..keys import RESERVED_PREFIX, quoted_key
@@ -152,11 +151,11 @@ class Documents:
         return {keys[url] for url in urls}
 
     @contextmanager
-    def _output(self, key: str) -> Iterator[IO[bytes]]:
+    def _output(self, key: str) -> Iterator[Output]:
         """A staged document at ``key``, committed with its hash and length on a clean exit."""
         with self.destination.stage(key) as staged:
             output = DigestingWriter(staged.file, ("md5", "sha-256"))  # write-only
-            yield output  # type: ignore[misc]
+            yield output
             digester = output.digester
             staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
                                      type=XML))

@@ -176,7 +176,8 @@ class RecordStore:
 
     def __len__(self) -> int:
         with self._database():
-            return self._db.execute("SELECT count(*) FROM records").fetchone()[0]
+            count: int = self._db.execute("SELECT count(*) FROM records").fetchone()[0]
+            return count
 
     def rows(self) -> Iterator[Sequence[Any]]:
         """Every stored row (:data:`COLUMNS`), ordered by URI, streamed."""
@@ -234,9 +235,10 @@ class RecordStore:
     def last_change(self) -> int | None:
         """When this run last changed a record or removed one; None: it changed nothing."""
         with self._database():
-            return self._db.execute(
+            last: int | None = self._db.execute(
                 "SELECT max(t) FROM (SELECT max(changed) AS t FROM records "
                 "UNION ALL SELECT max(at) FROM removed)").fetchone()[0]
+            return last
 
     def changes(self) -> Iterator[Sequence[Any]]:
         """This run's changes in the order it made them, a page at a time: rows of ``(when,

@@ -119,11 +119,10 @@ class _Manifest:
         if not isinstance(found, dict) or found.get("version") != _VERSION:
             raise ValueError(f"it is not a version {_VERSION} manifest")
         generation, stamp = found.get("generation"), found.get("stamp")
-        counts = [found.get(name) for name in ("shards", "snapshot_records", "delta_records")]
+        counts = [count for count in (found.get(name) for name in (
+            "shards", "snapshot_records", "delta_records")) if type(count) is int and count >= 0]
         if not (isinstance(generation, str) and _GENERATION.fullmatch(generation)
-                and isinstance(stamp, str | None)
-                and all(type(count) is int and count >= 0 for count in counts)
-                and counts[0] >= 1):
+                and isinstance(stamp, str | None) and len(counts) == 3 and counts[0] >= 1):
             raise ValueError("a field is missing or has the wrong type")
         return cls(generation, counts[0], stamp, counts[1], counts[2])
 
@@ -161,7 +160,8 @@ def _parse_shard(data: bytes) -> _Shard:
 def _by_shard(rows: Iterable[tuple[int, str, str]], shards: int) -> Iterator[list[str]]:
     """The row texts of each of ``shards`` shards in turn (empty ones too), from ``rows`` of
     ``(position, uri, text)`` sorted by position and URI: of rows for one URI, the last."""
-    shard, texts, last = 0, [], None
+    shard, last = 0, None
+    texts: list[str] = []
     for position, uri, text in rows:
         while shard < position * shards >> 63:
             yield texts

@@ -1,0 +1,19 @@
+"""The log the engines write to: the standard library's logger, or the task logger Airflow
+hands an operator (structlog's, which formats ``%`` arguments the same way)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+__all__ = ["Log"]
+
+
+class Log(Protocol):
+    """What the engines call on a log."""
+
+    def info(self, msg: str, /, *args: object) -> object: ...
+    def warning(self, msg: str, /, *args: object) -> object: ...
+    def error(self, msg: str, /, *args: object) -> object: ...
+    def exception(self, msg: str, /, *args: object) -> object: ...
+    def log(self, level: int, msg: str, /, *args: object) -> object: ...
+    def getEffectiveLevel(self) -> int: ...
