@@ -9,8 +9,10 @@ import httpx  # noqa: F401
 import lxml.etree  # noqa: F401
 
 import tests.publish.test_killed_publish
+import tests.storage.source.test_costs
 import tests.storage.source.test_killed_compaction
 import tests.storage.source.test_killed_incremental
+import tests.storage.source.test_shards
 import tests.sync.test_killed_save  # noqa: F401
 
 # The default session keeps the models it loaded: a child's client is made in milliseconds.
