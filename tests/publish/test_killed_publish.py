@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -29,32 +27,23 @@ from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
+from tests.killing import run_child
+from tests.storage.source.records import kill_before_write
 from tests.sync.conftest import client_for, held
 
 from .test_publish_run import METHODS, validate_all, write
 
-ROOT = Path(__file__).parents[2]
 T1 = datetime(2030, 1, 1, tzinfo=UTC)  # after every file's modification time
 
-#: Publishes the directory argv[1] to argv[2] as of argv[4], killing itself just before its
-#: argv[3]-th write; with a Resource Dump if argv[7] is "dump".
-_KILLED = """
-import sys
-from datetime import datetime
-from airflow_provider_resourcesync.publish.bucket import LocalBucket
-from airflow_provider_resourcesync.publish.inventory import walk_directory
-from airflow_provider_resourcesync.publish.packages import PackageSize
-from airflow_provider_resourcesync.publish.run import Publication, publish
-from airflow_provider_resourcesync.storage.local import LocalDestination
-from tests.storage.source.records import kill_before_write
-
-destination = LocalDestination(sys.argv[2])
-kill_before_write(destination, int(sys.argv[3]), deletes=True, under="")
-publication = Publication(destination, base_url=sys.argv[5], publish_url=sys.argv[6],
-                          size=PackageSize(entries=2), resource_dump=sys.argv[7] == "dump")
-publish(publication, walk_directory(sys.argv[1]), datetime.fromisoformat(sys.argv[4]),
-        LocalBucket(sys.argv[1]))
-"""
+def killed_publish(root: Path, out: Path, kill_at: int, now: datetime, base: str, pub: str,
+                   dump: bool) -> None:
+    """In a child: publishes the directory ``root`` to ``out`` as of ``now``, killing itself just
+    before its ``kill_at``-th write; with a Resource Dump if ``dump``."""
+    destination = LocalDestination(out)
+    kill_before_write(destination, kill_at, deletes=True, under="")
+    publication = Publication(destination, base_url=base, publish_url=pub,
+                              size=PackageSize(entries=2), resource_dump=dump)
+    publish(publication, walk_directory(root), now, LocalBucket(root))
 
 
 def published_changes(out: Path, after: datetime) -> tuple[Counter[str], Counter[str]]:
@@ -119,14 +108,12 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
         for trial in range(1, 60):  # one kill per write of the run, until a run is not killed
             out = tmp_path / f"published-{trial}"
             shutil.copytree(start, out)
-            child = subprocess.run(
-                [sys.executable, "-c", _KILLED, str(root), str(out), str(trial),
-                 (T1 + timedelta(days=1)).isoformat(), base, pub, "dump" if dump else ""],
-                cwd=ROOT, capture_output=True, text=True, timeout=120)
-            if child.returncode == 0:
+            child = run_child(killed_publish, root, out, trial, T1 + timedelta(days=1), base,
+                              pub, dump, timeout=120)
+            if child.exitcode == 0:
                 break
-            assert child.returncode == -signal.SIGKILL, child.stderr
-            killed_at.append(child.stdout.strip())
+            assert child.exitcode == -signal.SIGKILL, child.traceback
+            killed_at.append(child.said)
             dumped_packages_there(out)
             publish(publication(out), walk_directory(root), T1 + timedelta(days=2),
                     LocalBucket(root))  # made again, with a newer inventory

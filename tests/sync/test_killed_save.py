@@ -7,86 +7,63 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
 
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
+from ..killing import run_child
+from ..storage.source.records import kill_before_write, named, opened
 from .conftest import client_for, held
 from .test_republish import as_published, publish
 
-ROOT = Path(__file__).parents[2]
 RESOURCES = {f"r{n}.txt": f"resource {n}\n".encode() for n in range(1, 7)}
 
-#: Runs one incremental sync and kills itself just before the n-th write of the mirror's own
-#: documents (its save). argv: capability list, destination (a directory, or s3://bucket/prefix/
-#: with the endpoint in argv[5]), checkpoint JSON, n.
-_KILLED_RUN = """
-import json, sys
-import boto3
-from airflow_provider_resourcesync.client.policy import ClientPolicy
-from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
-from airflow_provider_resourcesync.sync.incremental import run_incremental
-from tests.storage.source.records import kill_before_write
 
-capability_list, where, checkpoint, kill_at = sys.argv[1:5]
-if where.startswith("s3://"):
-    bucket, _, prefix = where.removeprefix("s3://").partition("/")
-    s3 = boto3.client("s3", endpoint_url=sys.argv[5], aws_access_key_id="test",
-                      aws_secret_access_key="test", region_name="us-east-1")
-    destination = S3Destination(s3, bucket, prefix)
-else:
-    destination = LocalDestination(where)
-kill_before_write(destination, int(kill_at))
-policy = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
-with ResourceSyncClient(policy, source_urls=[capability_list]) as client:
-    run_incremental(client, destination, capability_list_url=capability_list,
-                    checkpoint=Checkpoint.from_json(json.loads(checkpoint)))
-"""
-
-
-def _killed_run(capability_list: str, where: str, checkpoint: dict[str, Any], kill_at: int,
-                endpoint: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", _KILLED_RUN, capability_list, where, json.dumps(checkpoint),
-         str(kill_at), endpoint], capture_output=True, text=True, timeout=300, cwd=ROOT)
+def killed_run(capability_list: str, where: str, checkpoint: str, kill_at: int,
+               endpoint: str) -> None:
+    """In a child: runs one incremental sync from ``checkpoint`` (in JSON, as XCom holds it) into
+    the destination ``where`` names (:func:`~tests.storage.source.records.opened`, on the S3
+    server at ``endpoint``), and kills itself just before the ``kill_at``-th write of the
+    mirror's own documents (its save)."""
+    destination = opened(where, endpoint)
+    kill_before_write(destination, kill_at)
+    policy = ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1)
+    with ResourceSyncClient(policy, source_urls=[capability_list]) as client:
+        run_incremental(client, destination, capability_list_url=capability_list,
+                        checkpoint=Checkpoint.from_json(json.loads(checkpoint)))
 
 
 @pytest.fixture(params=["local", "s3"])
 def mirrors(request: pytest.FixtureRequest, tmp_path: Path
-            ) -> tuple[Callable[[int], Destination], Callable[[int], str], str]:
-    """Fresh destinations, one per trial: the destination, how the child names it, and the
-    S3 endpoint (unused on local disk)."""
+            ) -> tuple[Callable[[int], Destination], str]:
+    """Fresh destinations, one per trial, and the S3 endpoint (unused on local disk)."""
     if request.param == "local":
-        return ((lambda n: LocalDestination(tmp_path / f"mirror-{n}")),
-                (lambda n: str(tmp_path / f"mirror-{n}")), "")
+        return (lambda n: LocalDestination(tmp_path / f"mirror-{n}")), ""
     client, bucket = request.getfixturevalue("s3_client"), request.getfixturevalue("bucket")
     return ((lambda n: S3Destination(client, bucket, f"mirror-{n}/")),
-            (lambda n: f"s3://{bucket}/mirror-{n}/"), request.getfixturevalue("s3_endpoint"))
+            request.getfixturevalue("s3_endpoint"))
 
 
 @pytest.mark.parametrize("runs_before", [0, 1], ids=["first-incremental", "later-incremental"])
 def test_a_run_killed_at_any_step_of_its_save_costs_a_destination_of_the_mirror_nothing(
-        mirrors: tuple[Callable[[int], Destination], Callable[[int], str], str],
+        mirrors: tuple[Callable[[int], Destination], str],
         runs_before: int, tmp_path: Path) -> None:
     """The first incremental run writes the mirror's first Change List and its index; a later
     one adds to them."""
-    make, name, endpoint = mirrors
+    make, endpoint = mirrors
     killed_at: list[str] = []
     for trial in range(1, 20):  # one kill per write of the save, until a run is not killed
         upstream = make(trial)
@@ -112,12 +89,12 @@ def test_a_run_killed_at_any_step_of_its_save_costs_a_destination_of_the_mirror_
             source.delete("r2.txt")
             source.publish()
 
-            run = _killed_run(source.capability_list_url, name(trial), start.to_json(), trial,
-                              endpoint)
-            if run.returncode == 0:
+            run = run_child(killed_run, source.capability_list_url, named(upstream),
+                            json.dumps(start.to_json()), trial, endpoint)
+            if run.exitcode == 0:
                 break
-            assert run.returncode == -signal.SIGKILL, run.stderr
-            killed_at.append(run.stdout.strip())
+            assert run.exitcode == -signal.SIGKILL, run.traceback
+            killed_at.append(run.said)
             # run again from the checkpoint the killed run started from (its XCom never came)
             run_incremental(client, upstream, checkpoint=start,
                             capability_list_url=source.capability_list_url)

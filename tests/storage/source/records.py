@@ -1,6 +1,7 @@
 """Records and changes for the shard index tests (also imported by the child processes that are
-killed mid-write), a destination that counts what the index asks of it, and one that kills its
-process before a write of the mirror's documents."""
+killed mid-write), a destination that counts what the index asks of it, one that kills its
+process (a child of :func:`tests.killing.run_child`) before a write of the mirror's documents,
+and how such a child names and opens a destination."""
 
 from __future__ import annotations
 
@@ -12,10 +13,16 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import BinaryIO
 
+import boto3
+
 from airflow_provider_resourcesync.protocol.hashes import Hashes, HashValue
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, Staged
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.storage.s3 import S3Destination
 from airflow_provider_resourcesync.storage.source import Held
+
+from ...killing import report
 
 PREFIX = ".resourcesync/index/"
 _START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -105,8 +112,8 @@ def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool =
                       under: str = RESERVED_PREFIX) -> None:
     """Make ``destination`` kill its process (SIGKILL) just before its ``kill_at``-th write
     of a key starting with ``under`` (by default, under the mirror's folder: a staged
-    document's commit or a whole write; with ``deletes``, a deletion too), after printing the
-    key it was about to write."""
+    document's commit or a whole write; with ``deletes``, a deletion too), after reporting the
+    key it was about to write to the parent."""
     writes = 0
 
     def step(key: str) -> None:
@@ -114,7 +121,7 @@ def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool =
         if key.startswith(under):
             writes += 1
             if writes == kill_at:
-                print(key, flush=True)
+                report(key)
                 os.kill(os.getpid(), signal.SIGKILL)
 
     real_stage, real_write = destination.stage, destination.write_bytes
@@ -139,3 +146,23 @@ def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool =
             real_delete(key)
 
         destination.delete = delete  # type: ignore[method-assign]
+
+
+def named(destination: Destination) -> str:
+    """How a child process names ``destination`` (:func:`opened`): its directory, or
+    ``s3://bucket/prefix/``."""
+    if isinstance(destination, S3Destination):
+        return f"s3://{destination.bucket}/{destination.prefix}"
+    assert isinstance(destination, LocalDestination)
+    return str(destination.root)
+
+
+def opened(name: str, endpoint: str = "") -> Destination:
+    """The destination :func:`named` names: on local disk, or on the S3 server at ``endpoint``
+    (moto's)."""
+    if not name.startswith("s3://"):
+        return LocalDestination(name)
+    bucket, _, prefix = name.removeprefix("s3://").partition("/")
+    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                          aws_secret_access_key="test", region_name="us-east-1")
+    return S3Destination(client, bucket, prefix)

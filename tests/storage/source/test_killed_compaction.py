@@ -10,16 +10,12 @@ writer"; issue 14)."""
 
 from __future__ import annotations
 
-import json
 import signal
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
-import boto3
 import pytest
 
 from airflow_provider_resourcesync.protocol.model import MAX_ENTRIES, Change
@@ -28,7 +24,6 @@ from airflow_provider_resourcesync.protocol.validate import has_errors, validate
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.s3 import S3Destination
 from airflow_provider_resourcesync.storage.source import ShardIndex
 from airflow_provider_resourcesync.storage.state import (
     CAPABILITY_LIST,
@@ -38,9 +33,10 @@ from airflow_provider_resourcesync.storage.state import (
     ObjectRecord,
 )
 
+from ...killing import run_child
+from .records import kill_before_write, opened
 from .test_run_costs import T0, collection, expected, item, mirror_of, run
 
-ROOT = Path(__file__).parents[3]
 SIZE = 300
 #: A run before the killed one, so the journal and the index's delta hold something already.
 BEFORE = (range(30, 33), 1, 1)
@@ -76,30 +72,14 @@ def read_everything(destination: Destination, changes: range, version: int, hour
 RUNS: dict[str, tuple[Run, range]] = {"past-a-tenth": (run, range(100, 140)),
                                       "reads-everything": (read_everything, range(10, 20))}
 
-#: Opens the destination argv[1] describes (:func:`opened`) and makes the run argv[3] of RUNS at
-#: hour argv[4], killing itself just before its argv[2]-th write or deletion under the mirror's
-#: folder.
-_KILLED = """
-import sys
-from tests.storage.source.records import kill_before_write
-from tests.storage.source.test_killed_compaction import RUNS, opened
-
-destination = opened(sys.argv[1])
-kill_before_write(destination, int(sys.argv[2]), deletes=True)
-made, changes = RUNS[sys.argv[3]]
-made(destination, changes, int(sys.argv[4]), int(sys.argv[4]))
-"""
-
-
-def opened(spec: str) -> Destination:
-    """The destination a JSON ``spec`` describes: ``{"root": ...}`` on local disk, or
-    ``{"endpoint": ..., "bucket": ..., "prefix": ...}`` on S3."""
-    where = json.loads(spec)
-    if "root" in where:
-        return LocalDestination(where["root"])
-    client = boto3.client("s3", endpoint_url=where["endpoint"], aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-    return S3Destination(client, where["bucket"], where["prefix"])
+def killed_run(where: tuple[str, str], kill_at: int, kind: str, hour: int) -> None:
+    """In a child: opens the destination ``where`` names (:func:`.records.opened`) and makes the
+    run ``kind`` of RUNS at ``hour``, killing itself just before its ``kill_at``-th write or
+    deletion under the mirror's folder."""
+    destination = opened(*where)
+    kill_before_write(destination, kill_at, deletes=True)
+    made, changes = RUNS[kind]
+    made(destination, changes, hour, hour)
 
 
 def held(runs: list[tuple[range, int, int]]) -> dict[str, ObjectRecord | None]:
@@ -172,14 +152,15 @@ def assert_whole(destination: Destination, runs: list[tuple[range, int, int]],
 
 
 def fresh(request: pytest.FixtureRequest, tmp_path: Path, where: str, trial: int
-          ) -> tuple[Destination, str]:
-    """A new, empty destination on local disk or S3, and its spec for :func:`opened`."""
+          ) -> tuple[Destination, tuple[str, str]]:
+    """A new, empty destination on local disk or S3, and how a child opens it (its name and the
+    S3 endpoint, for :func:`.records.opened`)."""
     if where == "local":
-        spec = {"root": str(tmp_path / f"mirror-{trial}")}
+        name = (str(tmp_path / f"mirror-{trial}"), "")
     else:
-        spec = {"endpoint": request.getfixturevalue("s3_endpoint"),
-                "bucket": request.getfixturevalue("bucket"), "prefix": f"mirror-{trial}/"}
-    return opened(json.dumps(spec)), json.dumps(spec)
+        name = (f"s3://{request.getfixturevalue('bucket')}/mirror-{trial}/",
+                request.getfixturevalue("s3_endpoint"))
+    return opened(*name), name
 
 
 @pytest.mark.parametrize(("where", "kind", "runs_before"), [
@@ -192,20 +173,18 @@ def test_a_compacting_save_killed_before_any_write_and_made_again_keeps_the_mirr
     hour = 1 + runs_before
     killed_at: list[str] = []
     for trial in range(1, 40):  # one kill per write of the save, until a run is not killed
-        destination, spec = fresh(request, tmp_path, where, trial)
+        destination, name = fresh(request, tmp_path, where, trial)
         mirror_of(destination, SIZE)
         runs = [BEFORE][:runs_before]
         for before in runs:
             run(destination, *before)
-        killed = subprocess.run([sys.executable, "-c", _KILLED, spec, str(trial), kind,
-                                 str(hour)], capture_output=True, text=True, timeout=300,
-                                cwd=ROOT)
+        killed = run_child(killed_run, name, trial, kind, hour)
         runs.append((changes, hour, hour))
-        if killed.returncode == 0:
+        if killed.exitcode == 0:
             assert_whole(destination, runs, "not killed")
             break
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        killed_at.append(killed.stdout.strip())
+        assert killed.exitcode == -signal.SIGKILL, killed.traceback
+        killed_at.append(killed.said)
         # read between the kill and the next run: the collection before the run or after it
         assert_valid(destination, killed_at[-1])
         assert offered(destination) in (expected(destination, SIZE, iter(runs[:-1])),
@@ -230,18 +209,12 @@ BASE = "https://mirror.example.net/data/"
 EARLY = ObjectRecord("https://example.org/r/000000a", "https/example.org/r/000000a", 7,
                      item(1).hashes, item(1).lastmod, "text/plain")
 
-#: Makes :func:`add_early` at the mirror at argv[1], killing itself just before its argv[2]-th
-#: write of the Resource List (a part or the index).
-_KILLED_SPLIT = """
-import sys
-from airflow_provider_resourcesync.storage.local import LocalDestination
-from tests.storage.source.records import kill_before_write
-from tests.storage.source.test_killed_compaction import add_early
-
-destination = LocalDestination(sys.argv[1])
-kill_before_write(destination, int(sys.argv[2]), under=".resourcesync/resourcelist")
-add_early(destination)
-"""
+def killed_early(root: Path, kill_at: int) -> None:
+    """In a child: makes :func:`add_early` at the mirror at ``root``, killing itself just before
+    its ``kill_at``-th write of the Resource List (a part or the index)."""
+    destination = LocalDestination(root)
+    kill_before_write(destination, kill_at, under=".resourcesync/resourcelist")
+    add_early(destination)
 
 
 def add_early(destination: Destination, *, later: int = 0) -> None:
@@ -279,10 +252,9 @@ def test_a_split_resource_list_rewritten_and_killed_between_its_parts_loses_no_r
         state.save(checkpoint={})
     assert read_document(destination.read_bytes(RESOURCE_LIST) or b"").head.is_index
     wanted = {record.uri: record for record in (*(item(n) for n in range(SPLIT)), EARLY)}
-    killed = subprocess.run([sys.executable, "-c", _KILLED_SPLIT, str(destination.root), "2"],
-                            capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    assert killed.stdout.startswith(RESERVED_PREFIX + "resourcelist-"), killed.stdout
+    killed = run_child(killed_early, destination.root, 2)
+    assert killed.exitcode == -signal.SIGKILL, killed.traceback
+    assert killed.said.startswith(RESERVED_PREFIX + "resourcelist-"), killed.said
     add_early(destination, later=30)  # made again
     with MirrorState.load(destination) as state:
         held = {record.uri: record for record in state.records()}

@@ -6,8 +6,6 @@ lookups agree with them (docs/design.md, "The journal is the truth")."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -19,22 +17,17 @@ from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.source import ShardIndex
 from airflow_provider_resourcesync.storage.state import CHANGE_LIST_INDEX, RESOURCE_LIST
 
+from ...killing import run_child
+from .records import kill_before_write
 from .test_run_costs import collection, expected, item, mirror_of, run
 
-ROOT = Path(__file__).parents[3]
 
-#: Makes run argv[3] of the mirror at argv[1], killing itself just before its argv[2]-th write
-#: under the mirror's folder.
-_KILLED = """
-import sys
-from airflow_provider_resourcesync.storage.local import LocalDestination
-from tests.storage.source.records import kill_before_write
-from tests.storage.source.test_run_costs import run
-
-destination = LocalDestination(sys.argv[1])
-kill_before_write(destination, int(sys.argv[2]))
-run(destination, range(10, 20), int(sys.argv[3]), int(sys.argv[3]))
-"""
+def killed_run(root: Path, kill_at: int, hour: int) -> None:
+    """In a child: makes the run of ``hour`` of the mirror at ``root``, killing itself just
+    before its ``kill_at``-th write under the mirror's folder."""
+    destination = LocalDestination(root)
+    kill_before_write(destination, kill_at)
+    run(destination, range(10, 20), hour, hour)
 
 
 def listed_changes(destination: LocalDestination) -> Counter[str]:
@@ -63,13 +56,11 @@ def test_a_save_killed_before_any_write_and_made_again_records_each_change_once(
         runs = [(range(30, 33), 1, 1)][:runs_before]
         for changes, version, before in runs:
             run(destination, changes, version, before)
-        killed = subprocess.run([sys.executable, "-c", _KILLED, str(destination.root),
-                                 str(trial), str(hour)],
-                                capture_output=True, text=True, timeout=300, cwd=ROOT)
-        if killed.returncode == 0:
+        killed = run_child(killed_run, destination.root, trial, hour)
+        if killed.exitcode == 0:
             break
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        killed_at.append(killed.stdout.strip())
+        assert killed.exitcode == -signal.SIGKILL, killed.traceback
+        killed_at.append(killed.said)
         run(destination, range(10, 20), hour, hour, later=30)  # made again
         runs.append((range(10, 20), hour, hour))
         held = expected(destination, 300, iter(runs))

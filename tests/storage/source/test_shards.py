@@ -4,11 +4,9 @@ answers after a rebuild and applies, applies done again, and rebuilds and applie
 
 from __future__ import annotations
 
+import os
 import signal
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,44 +30,30 @@ from airflow_provider_resourcesync.storage.source.records import (
     stored_json_row,
 )
 
-from .records import PREFIX, changes, record, records, uri
+from ...killing import run_child
+from .records import PREFIX, changes, named, opened, record, records, uri
 
-ROOT = Path(__file__).parents[3]
 MANIFEST = PREFIX + "manifest.json"
 
-#: Opens the index at argv[1] (a directory, or s3://bucket/prefix/ with the endpoint in
-#: argv[2]) and rebuilds it from argv[4] new records, or applies the changes() of an index of
-#: that size (argv[3]), killing itself just before the manifest is written.
-_KILLED = """
-import os, signal, sys
-import boto3
-from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from tests.storage.source.records import PREFIX, changes, record
 
-where, endpoint, action, size = sys.argv[1:5]
-if where.startswith("s3://"):
-    bucket, _, prefix = where.removeprefix("s3://").partition("/")
-    client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
-                          aws_secret_access_key="test", region_name="us-east-1")
-    destination = S3Destination(client, bucket, prefix)
-else:
-    destination = LocalDestination(where)
-write = destination.write_bytes
+def killed_index(where: str, endpoint: str, action: str, size: int) -> None:
+    """In a child: opens the index at ``where`` (:func:`.records.opened`) and rebuilds it from
+    ``size`` new records, or applies the changes() of an index of that size (``action``),
+    killing itself just before the manifest is written."""
+    destination = opened(where, endpoint)
+    write = destination.write_bytes
 
-def killing(key, data, kind):
-    if key == PREFIX + "manifest.json":
-        os.kill(os.getpid(), signal.SIGKILL)
-    write(key, data, kind)
+    def killing(key: str, data: bytes, kind: str) -> None:
+        if key == MANIFEST:
+            os.kill(os.getpid(), signal.SIGKILL)
+        write(key, data, kind)
 
-destination.write_bytes = killing
-index = ShardIndex.open(destination, PREFIX)
-if action == "rebuild":
-    index.rebuild((record(n, 1) for n in range(int(size))), "changes/killed.xml")
-else:
-    index.apply(changes(int(size)), "changes/0002.xml")
-"""
+    destination.write_bytes = killing  # type: ignore[method-assign]
+    index = ShardIndex.open(destination, PREFIX)
+    if action == "rebuild":
+        index.rebuild((record(n, 1) for n in range(size)), "changes/killed.xml")
+    else:
+        index.apply(changes(size), "changes/0002.xml")
 
 
 def files(destination: Destination) -> dict[str, bytes]:
@@ -212,17 +196,14 @@ def test_an_unreadable_index_says_what_fixes_it(local: LocalDestination,
 @pytest.fixture
 def where(request: pytest.FixtureRequest, destination: Destination) -> tuple[str, str]:
     """How a child process names ``destination``, and the S3 endpoint (empty on local disk)."""
-    if isinstance(destination, S3Destination):
-        return (f"s3://{destination.bucket}/{destination.prefix}",
-                request.getfixturevalue("s3_endpoint"))
-    assert isinstance(destination, LocalDestination)
-    return str(destination.root), ""
+    endpoint = request.getfixturevalue("s3_endpoint") if isinstance(
+        destination, S3Destination) else ""
+    return named(destination), endpoint
 
 
 def _killed(where: tuple[str, str], action: str, size: int) -> None:
-    run = subprocess.run([sys.executable, "-c", _KILLED, *where, action, str(size)],
-                         capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert run.returncode == -signal.SIGKILL, run.stderr
+    run = run_child(killed_index, *where, action, size)
+    assert run.exitcode == -signal.SIGKILL, run.traceback
 
 
 def test_a_killed_rebuild_leaves_the_old_index_and_the_next_removes_its_files(
