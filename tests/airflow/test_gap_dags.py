@@ -20,7 +20,7 @@ from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 
 from .runs import assert_mirrors, run_dag, states, xcom
-from .test_sensors import Later, later
+from .test_sensors import Later, later, once_read
 
 __all__ = ["later"]
 
@@ -98,7 +98,8 @@ def test_a_poking_sensor_fails_with_the_error(
 def test_a_deferred_sensor_fails_with_the_error_once_its_trigger_meets_the_gap(
         source: ResourceSyncSource, mirror: Path, later: Later,
         capfd: pytest.CaptureFixture[str]) -> None:
-    later(1.5, lambda: rotate_past(source))
+    # the sensor's own look, then its trigger's
+    later(0, once_read(source, 2, lambda: rotate_past(source)))
     capfd.readouterr()
     run = run_dag("gap_deferred", lambda: ResourceSyncChangeListSensor(
         task_id="wait", destination=str(mirror), deferrable=True, poll_interval=0.2,

@@ -59,6 +59,19 @@ def create_and_publish(source: ResourceSyncSource, name: str = "new.txt") -> Cal
     return act
 
 
+def once_read(source: ResourceSyncSource, times: int, action: Callable[[], object]
+              ) -> Callable[[], None]:
+    """``action``, once the Source has answered ``times`` requests for its Change List (at most
+    a minute later): not after a fixed delay, since a process's first task starts seconds late,
+    and the sensor must be waiting when the change comes."""
+    def act() -> None:
+        deadline = time.monotonic() + 60
+        while len(changelist_statuses(source)) < times and time.monotonic() < deadline:
+            time.sleep(0.05)
+        action()
+    return act
+
+
 @pytest.fixture
 def later() -> Iterator[Later]:
     """``later(seconds, action)``: run ``action`` on a timer, cancelled at teardown."""
@@ -86,7 +99,7 @@ def test_poke_mode_returns_what_it_saw(source: ResourceSyncSource) -> None:
 
 def test_poke_mode_keeps_one_client_so_a_poke_that_sees_nothing_costs_one_304(
         source: ResourceSyncSource, later: Later) -> None:
-    later(2.0, create_and_publish(source))
+    later(0, once_read(source, 2, create_and_publish(source)))
     run = run_dag("watch_poke_waits", lambda: ResourceSyncChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), poke_interval=0.3, timeout=30))
     assert states(run) == {"wait": "success"}
@@ -98,7 +111,7 @@ def test_poke_mode_keeps_one_client_so_a_poke_that_sees_nothing_costs_one_304(
 
 def test_reschedule_mode_returns_what_it_saw_once_a_change_comes(
         source: ResourceSyncSource, later: Later) -> None:
-    later(1.5, create_and_publish(source))
+    later(0, once_read(source, 1, create_and_publish(source)))
     run = run_dag("watch_reschedule", lambda: ResourceSyncChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), mode="reschedule", poke_interval=1,
         timeout=30))
@@ -109,7 +122,7 @@ def test_reschedule_mode_returns_what_it_saw_once_a_change_comes(
 
 def test_deferrable_mode_is_woken_by_a_change_made_while_the_trigger_waits(
         source: ResourceSyncSource, later: Later) -> None:
-    later(1.5, create_and_publish(source))
+    later(0, once_read(source, 3, create_and_publish(source)))
     run = run_dag("watch_deferred", lambda: ResourceSyncChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), deferrable=True, poll_interval=0.2,
         max_poll_interval=0.5, timeout=30))
@@ -129,7 +142,7 @@ def test_the_closed_sensor_is_woken_when_the_change_list_closes(
         closed.append(source.close_changelist())
         source.publish()
 
-    later(1.5, close)
+    later(0, once_read(source, 2, close))
     run = run_dag("watch_closed", lambda: ResourceSyncClosedChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), deferrable=True, poll_interval=0.2,
         max_poll_interval=0.5, timeout=30))
@@ -144,14 +157,8 @@ def test_a_trigger_error_fails_the_task_with_its_message(
         source: ResourceSyncSource, later: Later,
         capfd: pytest.CaptureFixture[str]) -> None:
     path = source.change_list_url.removeprefix(source.server.base_url)
-
-    def gone_once_looked_at() -> None:  # the task looks once itself, then defers to the trigger
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and path not in {r.path for r in source.server.requests}:
-            time.sleep(0.05)
-        source.server.remove(path, 410)
-
-    later(0.0, gone_once_looked_at)
+    # the task looks once itself, then defers to the trigger
+    later(0, once_read(source, 1, lambda: source.server.remove(path, 410)))
     capfd.readouterr()
     run = run_dag("watch_gone", lambda: ResourceSyncChangeListSensor(
         task_id="wait", checkpoint=checkpoint_of(source), change_list_url=source.change_list_url,
