@@ -16,12 +16,12 @@ from airflow_provider_resourcesync.operators.baseline import (
     ResourceSyncCombineShardsOperator,
 )
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
-from airflow_provider_resourcesync.operators.next_step import _NEXT
 from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
 from airflow_provider_resourcesync.sensors.changelist import (
     ResourceSyncChangeListSensor,
     ResourceSyncClosedChangeListSensor,
 )
+from airflow_provider_resourcesync.shell.next_step import _NEXT
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 
 ROOT = Path(__file__).resolve().parent.parent

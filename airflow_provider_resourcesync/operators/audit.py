@@ -13,9 +13,9 @@ from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
 from ..lineage import Lineage
 from ..shell import capability_list_of
+from ..shell.next_step import says_what_next
 from ..storage.keys import KeyMapper
 from ..sync.audit import AuditReport, run_audit
-from .next_step import says_what_next
 
 __all__ = ["MirrorMismatchError", "ResourceSyncAuditOperator"]
 

@@ -18,6 +18,8 @@ from ..shell import (
     describe_outlet_events,
     destination_outlets,
 )
+from ..shell.next_step import says_what_next
+from ..shell.rendered import rendered_value
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
@@ -25,8 +27,6 @@ from ..sync.checkpoint import Checkpoint
 from ..sync.processes import check_processes
 from ..sync.shard import Shard
 from ..units import counted
-from .next_step import says_what_next
-from .rendered import rendered_value
 
 __all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator"]
 

@@ -18,13 +18,13 @@ from ..shell import (
     describe_outlet_events,
     destination_outlets,
 )
+from ..shell.next_step import says_what_next
+from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..sync.incremental import DELETES, METHODS, ON_GAP, run_incremental
-from .next_step import says_what_next
-from .rendered import rendered_value
 
 __all__ = ["ResourceSyncIncrementalOperator"]
 

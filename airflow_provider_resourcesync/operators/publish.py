@@ -18,13 +18,13 @@ from ..publish.inventory import InventoryObject
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
+from ..shell.next_step import says_what_next
+from ..shell.rendered import rendered_value
 from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.checkpoint import saved_checkpoint
 from ..storage.source.documents import CHECKPOINT
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
-from .next_step import says_what_next
-from .rendered import rendered_value
 
 __all__ = ["ResourceSyncPublishOperator"]
 

@@ -19,11 +19,11 @@ from ..client.watch import Plan, Sighting, drive
 from ..errors import ChangeGapError, NoCheckpointError, ResourceSyncError
 from ..hooks.destination import DestinationURL, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook
-from ..operators.next_step import says_what_next
-from ..operators.rendered import rendered_value
 from ..protocol.model import Capability
 from ..protocol.position import ChangePosition
 from ..shell import capability_list_of
+from ..shell.next_step import says_what_next
+from ..shell.rendered import rendered_value
 from ..storage.state import saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..triggers.changelist import (

@@ -16,8 +16,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from ..client.watch import Plan, Sighting, adrive, change_list_status, new_changes
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.resourcesync import ResourceSyncHook
-from ..operators.next_step import next_step
 from ..protocol.position import ChangePosition
+from ..shell.next_step import next_step
 
 __all__ = ["BACKOFF", "ResourceSyncChangeListTrigger", "ResourceSyncClosedChangeListTrigger",
            "check_intervals"]

@@ -17,7 +17,7 @@ from airflow_provider_resourcesync.errors import (
     UnsafeContentError,
     UnstorableKeyError,
 )
-from airflow_provider_resourcesync.operators.next_step import next_step
+from airflow_provider_resourcesync.shell.next_step import next_step
 
 ERRORS = [
     SyncIncompleteError("incomplete", failures=[], failed=2),

@@ -35,10 +35,10 @@ from airflow_provider_resourcesync.operators.baseline import (
     ResourceSyncCombineShardsOperator,
 )
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
-from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
+from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import (

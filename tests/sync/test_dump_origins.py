@@ -11,7 +11,6 @@ import pytest
 
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import SyncIncompleteError
-from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.model import (
     Capability,
     Change,
@@ -22,6 +21,7 @@ from airflow_provider_resourcesync.protocol.model import (
 )
 from airflow_provider_resourcesync.protocol.package import PackageWriter
 from airflow_provider_resourcesync.protocol.writer import document_bytes
+from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer

@@ -12,11 +12,11 @@ import pytest
 from airflow_provider_resourcesync.client.navigate import ChangeItem
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import SyncIncompleteError
-from airflow_provider_resourcesync.operators.next_step import next_step
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Document, Entry, Head, Metadata
 from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.protocol.writer import document_bytes
+from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.audit import run_audit

@@ -7,12 +7,12 @@ from typing import Any
 
 from airflow.sdk import Asset, Context
 
-from .errors import ConfigurationError
-from .hooks.destination import destination_asset_uri
-from .hooks.resourcesync import ResourceSyncHook
-from .storage.base import Destination
-from .storage.state import WELL_KNOWN, publish_well_known
-from .sync.log import Log
+from ..errors import ConfigurationError
+from ..hooks.destination import destination_asset_uri
+from ..hooks.resourcesync import ResourceSyncHook
+from ..storage.base import Destination
+from ..storage.state import WELL_KNOWN, publish_well_known
+from ..sync.log import Log
 
 __all__ = [
     "capability_list_of",
