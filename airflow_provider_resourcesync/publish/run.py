@@ -228,11 +228,18 @@ class _Tally:
     left: list[str] = field(default_factory=list)
 
 
-def _packaged(publication: Publication, writer: SourceWriter, start: datetime, plan: Plan,
+def _packaged(publication: Publication, writer: SourceWriter, since: datetime, plan: Plan,
               planned: Iterable[Planned], bucket: Bucket, tally: _Tally,
               log: Callable[[str], None]) -> None:
     """The plan's changes in packages, recorded by the writer, and the run's Change Dump
-    listing the packages in the Change Dump Index."""
+    listing the packages in the Change Dump Index, from where the last Change Dump ended (runs
+    that found nothing wrote none: see :meth:`.SourceWriter.series_start`), not from ``since``,
+    the last run's window."""
+    dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+    key = dumps.list_key(plan.end)
+    earlier = [entry for entry in dumps.listed()  # not this run's, if it was killed and listed
+               if not entry.loc.startswith(writer.url(key.removesuffix(".xml")))]
+    start = writer.series_start(earlier) or since
     listed: list[Entry] = []
     capability_list = writer.url(writer.key(CAPABILITY_LIST))
     for package in write_packages(cut(planned, publication.size, start, plan.end), bucket,
@@ -248,10 +255,6 @@ def _packaged(publication: Publication, writer: SourceWriter, start: datetime, p
         log(f"package {tally.packages}: {len(package.manifest):,} changes, {byte_size(length)}, "
             f"{package.entry.loc}")
     if listed:
-        dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
-        key = dumps.list_key(plan.end)
-        earlier = [entry for entry in dumps.listed()
-                   if not entry.loc.startswith(writer.url(key.removesuffix(".xml")))]
         dumps.write_index([*earlier, *dumps.write(key, start, plan.end, listed)])
 
 

@@ -158,3 +158,32 @@ def test_an_objects_record_gone_is_rebuilt_and_a_corrupt_one_stops_the_run_namin
         run_incremental(reader, mirror, capability_list_url=capability_list,
                         checkpoint=standing, method="changelist")
         assert held(mirror) == publishing.bucket.files()
+
+
+@pytest.mark.parametrize("quiet_runs", [1, 2])
+def test_quiet_runs_open_no_gap_for_followers_by_change_list_or_change_dump(
+        tmp_path: Path, quiet_runs: int) -> None:
+    """Runs that find nothing new write no Change List, yet the next list starts where the
+    documents' covered time ended (the Resource List's ``at``, or the last list's ``until``):
+    a follower from before the quiet runs gets the later changes, by either route (issue 26:
+    a quiet run moved the next list's ``from`` past every follower's position)."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    write(root, "a.txt", b"a\n")
+    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
+        publishing = Publishing(web, root, out)
+        publishing.run()
+        mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
+        points = {method: run_baseline(reader, mirrors[method],
+                                       capability_list_url=publishing.capability_list)
+                  for method in METHODS}
+        for step in range(2):  # from the baseline's snapshot, then from a Change List's end
+            for _ in range(quiet_runs):
+                assert publishing.run().changes == 0
+            write(root, f"new-{step}.txt", b"new\n")
+            assert publishing.run().changes == 1
+            for method in METHODS:
+                points[method] = run_incremental(
+                    reader, mirrors[method], capability_list_url=publishing.capability_list,
+                    checkpoint=points[method], method=method)
+                assert held(mirrors[method]) == publishing.bucket.files(), (step, method)
+    validate_all(out)

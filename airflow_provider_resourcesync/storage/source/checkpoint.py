@@ -1,6 +1,6 @@
 """The checkpoint record, ``checkpoint.json``: the caller's last checkpoint, when the mirror
-saved it, its Change List Index (once there is one) and its public URL. Written last by a save:
-the recovery path when the XCom is gone."""
+saved it, its Change List Index (once there is one), its public URL and the Resource List's
+``at``. Written last by a save: the recovery path when the XCom is gone."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ class SavedRecord:
     changelist: str | None
     checkpoint: dict[str, Any] | None
     public_url: str | None
+    #: The Resource List's ``at``; None in records written before it was kept.
+    snapshot_at: datetime | None = None
 
     def to_bytes(self) -> bytes:
         """:raises InvalidValueError: the checkpoint cannot be written as JSON."""
@@ -35,6 +37,7 @@ class SavedRecord:
                 "version": _VERSION, "saved_at": format_datetime(self.saved_at),
                 "changelist": self.changelist, "checkpoint": self.checkpoint,
                 "public_url": self.public_url,
+                "snapshot_at": format_datetime(self.snapshot_at) if self.snapshot_at else None,
             }, ensure_ascii=False, sort_keys=True)
         except (TypeError, ValueError) as exc:
             raise InvalidValueError(f"the checkpoint cannot be written as JSON: {exc}") from exc
@@ -48,13 +51,16 @@ class SavedRecord:
             if value["version"] != _VERSION:
                 raise ValueError(f"version {value['version']!r}, not {_VERSION}")
             saved_at = parse_datetime(value["saved_at"])
+            snapshot_at = parse_datetime(value["snapshot_at"]) if value.get("snapshot_at") \
+                else None
             missing = {"changelist", "checkpoint"} - value.keys()
             if missing:
                 raise KeyError(", ".join(sorted(missing)))
         except (ValueError, KeyError, TypeError) as exc:
             raise DocumentError(f"the mirror's checkpoint is not readable: {exc}",
                                 url=url) from exc
-        return cls(saved_at, value["changelist"], value["checkpoint"], value.get("public_url"))
+        return cls(saved_at, value["changelist"], value["checkpoint"], value.get("public_url"),
+                   snapshot_at)
 
 
 def saved_checkpoint(destination: Destination, key: str = CHECKPOINT

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
@@ -111,6 +112,8 @@ class SourceWriter(ClosedOnExit):
         self._store = RecordStore()
         self._checkpoint: dict[str, Any] | None = None
         self._saved_at: datetime | None = None
+        #: The Resource List's ``at``, as the last save kept it (None: not kept, read it).
+        self._snapshot_at: datetime | None = None
         self._changelist: str | None = None
         self._index: ShardIndex | None = None
         self._full = True  # every record is in the store: nothing saved yet, or all read
@@ -294,15 +297,13 @@ class SourceWriter(ClosedOnExit):
             changelist = self._journal.list_key(now)
         elif changelist is None and (unindexed or self._journal.index_exists()):
             changelist = self.key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
-        record = SavedRecord(now, changelist, checkpoint, self._documents.base).to_bytes()
+        saved = SavedRecord(now, changelist, checkpoint, self._documents.base)
+        saved.to_bytes()  # a checkpoint JSON cannot carry is refused before anything is written
         index = self._index = self._index or self._open_index()
         self._store.mark_stored(micros(now, "the clock's time"))
         if journal:
             assert self._saved_at is not None and changelist is not None and last is not None
-            # from the end of the last list listed: a killed save may have listed one after
-            # the save before
-            start = max([self._saved_at, *(entry.md.until for entry in listed[-1:]
-                                           if entry.md is not None and entry.md.until)])
+            start = self.series_start(listed) or self._saved_at
             end = max(now, start, as_datetime(last) or start)
             self._journal.write_index([*listed, *self._journal.write_list(
                 changelist, start, end, self._store.changes())])
@@ -318,6 +319,7 @@ class SourceWriter(ClosedOnExit):
                 index.delta_records > _COMPACT_AT * index.snapshot_records):
             self._materialize()
             self._snapshot.write(now, self._store.rows())
+            self._snapshot_at = now
             index.rebuild_rows(map(stored_json_row, self._store.rows()), stamp_at(now))
             self._compact = False
         if beside_snapshot is not None:
@@ -330,6 +332,7 @@ class SourceWriter(ClosedOnExit):
             [*self._capabilities(), *capabilities])
         documents.write(self.key(DESCRIPTION), Head(md=Metadata(capability="description")), [
             Entry(self.url(self.key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
+        record = replace(saved, snapshot_at=self._snapshot_at).to_bytes()
         self.destination.write_bytes(self.key(CHECKPOINT), record, "application/json")
         self._store.clear_changes()
         self._checkpoint = json.loads(record)["checkpoint"]
@@ -356,6 +359,21 @@ class SourceWriter(ClosedOnExit):
         under this writer's location."""
         return self._documents.key(name)
 
+    def series_start(self, listed: list[Entry]) -> datetime | None:
+        """Where the next document of a series (the journal, a publisher's Change Dumps) starts,
+        ``listed`` being those its index lists: the last one's ``until``, else the Resource
+        List's ``at``. Not the last save's time: saves that found nothing to list write no
+        document, and a document from their time would leave the time since the last one
+        covered by none, a gap for every follower standing there (docs/design.md,
+        "Continuity"). A killed save's document, listed after the save before, counts too.
+
+        :raises DocumentError: the Resource List, needed, cannot be read.
+        """
+        last = listed[-1].md if listed else None
+        if last is not None and last.until is not None:
+            return last.until
+        return self._snapshot_at or self._snapshot.at()
+
     def series(self, capability: str, index: str, folder: str) -> Journal:
         """Another series of documents kept one per save as the journal is, in an index of
         their own (a publisher's Change Dumps, 13.1): ``index`` and ``folder`` are named as
@@ -381,6 +399,7 @@ class SourceWriter(ClosedOnExit):
         if data is not None:
             saved = SavedRecord.parse(data, self.destination.object_url(self.key(CHECKPOINT)))
             self._saved_at = saved.saved_at
+            self._snapshot_at = saved.snapshot_at
             self._changelist = saved.changelist
             self._checkpoint = saved.checkpoint
             if self._documents.base is None:
