@@ -2,10 +2,10 @@
 addresses.
 
 Every request and every redirect hop is checked against the allowed origins (scheme, host and
-port): the Source's base URL's, those of ``allowed_hosts``, and any a caller adds
-(:meth:`HostGuard.allow`). What a Source lists (a resource's ``loc``, its ``duplicate`` links, a
-dump's manifest) adds none. The addresses a host name resolves to are checked by the connection
-that uses them (:mod:`.addresses`), so the address checked is the address connected to.
+port): the Source's base URL's and those of ``allowed_hosts``. What a Source lists (a
+resource's ``loc``, its ``duplicate`` links, a dump's manifest) adds none. The addresses a host
+name resolves to are checked by the connection that uses them (:mod:`.addresses`), so the
+address checked is the address connected to.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import threading
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -36,21 +35,26 @@ class HostGuard:
     """
 
     def __init__(self, policy: ClientPolicy, source_urls: Iterable[str] = ()) -> None:
-        self._origins: set[Origin] = set()
+        origins: set[Origin] = set()
         for entry in policy.allowed_hosts:
-            self._origins.update(allowed_origins(entry))
+            origins.update(allowed_origins(entry))
         for url in source_urls:
             scheme, host, port = where = origin(url)
-            self._origins.add(where)
+            origins.add(where)
             if (scheme, port) == ("http", DEFAULT_PORTS["http"]):
-                self._origins.add(("https", host, DEFAULT_PORTS["https"]))
+                origins.add(("https", host, DEFAULT_PORTS["https"]))
+        #: The origins fetches may go to.
+        self.origins = frozenset(origins)
         self._allow_private = policy.allow_private
-        self._lock = threading.Lock()
 
-    @property
-    def origins(self) -> frozenset[Origin]:
-        with self._lock:
-            return frozenset(self._origins)
+    def allows(self, url: str) -> bool:
+        """Whether ``url`` is on an allowed origin: a resource the Source could list and we
+        would fetch (the private-address rule aside)."""
+        try:
+            self.check_url(url)
+        except UnsafeContentError:
+            return False
+        return True
 
     def check_url(self, url: str) -> Origin:
         """The URL's origin, if the URL may be fetched.
@@ -70,7 +74,7 @@ class HostGuard:
         except ValueError:
             raise UnsafeContentError("the URL's port is not a number", rule=_HOSTS_RULE,
                                      url=url) from None
-        if where not in self._origins:
+        if where not in self.origins:
             text = origin_text(where)
             raise UnsafeContentError(
                 f"{text} is not one of the Source's hosts (allowed origins: "

@@ -54,7 +54,9 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
         the connection's base URL, the first one found.
     :param method: ``"auto"`` (the Resource List if offered, else the Resource Dump),
         ``"resourcelist"`` or ``"resourcedump"``.
-    :param remove_missing: delete what the mirror holds and the Source no longer lists.
+    :param remove_missing: delete what the mirror holds and the Source no longer lists (on the
+        Source's origins and the connection's allowed hosts only: another Source's resources
+        in the same destination are kept).
     :param key_prefixes: URI prefix -> key prefix at the destination, e.g.
         ``{"https://example.org/data/": "data/"}`` (templated); None: keys named after scheme,
         host and path.

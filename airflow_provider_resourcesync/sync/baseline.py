@@ -76,7 +76,9 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     :param method: ``"auto"``, ``"resourcelist"`` (10.1) or ``"resourcedump"`` (11.1).
     :param mapper: URI -> key mapping; the default layout if None.
     :param remove_missing: delete what the mirror holds and the Source no longer lists (within
-        ``shard``); never after a listing that could not be read whole.
+        ``shard``, and on the Source's origins and the hosts its connection allows: another
+        Source mirrored into the same destination keeps its resources); never after a listing
+        that could not be read whole.
     :param shard: mirror only this part of the resources; the shard's view of its part is saved
         under :func:`~.combine.shard_location` for :func:`combine_shards`, not as the state.
     :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
@@ -243,12 +245,15 @@ class _Run:
                 self._count(bounded_map(work, self._mine(entries), self.concurrency))
 
     def remove_unseen(self) -> None:
-        """Delete what the state holds (in the shard) and the Source did not list."""
+        """Delete what the state holds (in the shard) and the Source did not list, of what it
+        could have listed: URIs on its origins (and the hosts its connection allows), not
+        another Source's held in the same destination."""
         if not self.complete:
             self.tally.log.warning("Not removing anything: the listing was not read whole")
             return
+        allows = self.client.guard.allows
         for uri in self.transfer.state.unseen():
-            if self.shard is None or self.shard.holds(uri):
+            if (self.shard is None or self.shard.holds(uri)) and allows(uri):
                 self.tally.count(self.transfer.remove(uri))
 
     def _listed(self, entries: Iterable[Entry], url: str) -> Iterator[Entry]:

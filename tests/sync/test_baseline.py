@@ -33,7 +33,7 @@ from airflow_provider_resourcesync.sync.combine import shard_location
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
-from .conftest import described, held, path_of, resource_gets
+from .conftest import client_for, described, held, path_of, resource_gets
 
 AT = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -142,6 +142,29 @@ def test_remove_missing_deletes_what_the_source_dropped_and_only_when_asked(
     with MirrorState.load(local) as state:
         assert state.get(dropped) is None
     assert audit_is_clean(client, local, source)
+
+
+@pytest.mark.parametrize("method", ["resourcelist", "resourcedump"])
+def test_remove_missing_removes_only_what_the_source_could_have_listed(
+        destination: Destination, method: str) -> None:
+    """Two Sources mirrored into one destination: a Source can list only URIs on its own
+    origins (and the hosts its connection allows), so one Source's baseline with
+    ``remove_missing`` never removes the other's resources (issue 26)."""
+    with (SourceServer(max_lifetime=120) as one, SourceServer(max_lifetime=120) as other,
+          client_for(one) as first, client_for(other) as second):
+        a = ResourceSyncSource(one, resources={"x.txt": b"a's x", "y.txt": b"a's y"})
+        b = ResourceSyncSource(other, resources={"x.txt": b"b's x"})
+        for source in (a, b):
+            source.publish(resource_dump=True)
+        baseline(first, destination, a, method=method)
+        baseline(second, destination, b, method=method)
+        a.delete("y.txt")
+        a.publish(resource_dump=True)
+        removed = baseline(first, destination, a, method=method, remove_missing=True)
+        assert removed.stats["removed"] == 1
+        assert held(destination) == a.state() | b.state()
+        with MirrorState.load(destination) as state:
+            assert state.get(b.uri("x.txt")) is not None and state.get(a.uri("y.txt")) is None
 
 
 def test_a_resource_dump_baseline(client: ResourceSyncClient, local: LocalDestination,
