@@ -202,11 +202,19 @@ class LocalDestination(Destination):
         with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
             sidecar = None if attached or data is None else self._meta_path(key)
-            self._prepare(key, path, *([sidecar] if sidecar else []))
+            paths = (path, *([sidecar] if sidecar else []))
+            self._prepare(key, *paths)
             try:
                 os.replace(staged, path)
             except IsADirectoryError:
                 raise self._directory_in_the_way(key, Path(path)) from None
+            except FileNotFoundError:
+                # its folder was pruned by a delete after _located noted it (outside the tree
+                # lock): made again, under this shared lock no delete can prune it
+                for made in paths:
+                    self._known.discard(os.path.dirname(made))
+                self._prepare(key, *paths)
+                os.replace(staged, path)
             if sidecar is not None and data is not None:  # data: not None with a sidecar
                 sidecar.write_bytes(data)
             elif data is None:
