@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from itertools import chain, islice
@@ -25,17 +26,19 @@ from typing import Any
 
 from ..client.navigate import (
     capability_documents,
+    changes_after,
     choose_capability,
     resource_dump_packages,
     resource_list,
 )
 from ..client.sync_client import ResourceSyncClient
 from ..cores import CpuSample
-from ..errors import ConfigurationError, ResourceSyncError
+from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError, UnsafeContentError
+from ..protocol.datetimes import format_datetime
 from ..protocol.model import Capability, DocumentKind, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination
-from ..storage.keys import KeyMapper
+from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
 from ..storage.state import MirrorState
 from ..units import byte_size
@@ -113,7 +116,9 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
              f", shard {shard}" if shard else "")
     with MirrorState.load(destination, public_base_url=public_url) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
-                   concurrency, Tally(log), processes)
+                   concurrency, Tally(log), processes,
+                   change_list=capabilities.get(Capability.CHANGE_LIST) if shard is None
+                   else None)
         if capability is Capability.RESOURCE_LIST:
             at = run.from_resource_list(document)
         else:
@@ -134,7 +139,28 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
              byte_size(stats["bytes"]), stats["listed"] / elapsed if elapsed else 0.0,
              byte_size(stats["bytes"] / elapsed if elapsed else 0.0))
     run.tally.raise_if_failed(f"the baseline from {document}")
-    return checkpoint
+    if not run.later:
+        return checkpoint
+    return _caught_up(client, destination, checkpoint, capability_list_url=capability_list_url,
+                      mapper=mapper, concurrency=concurrency, log=log)
+
+
+def _caught_up(client: ResourceSyncClient, destination: Destination, checkpoint: Checkpoint, *,
+               capability_list_url: str, mapper: KeyMapper | None, concurrency: int,
+               log: Log) -> Checkpoint:
+    """The changes after the baseline's listing applied from its Change Lists: the baseline's
+    checkpoint, standing after them, its stats counting what they fetched and removed."""
+    from .incremental import run_incremental  # the incremental engine baselines on a gap
+
+    log.info("Catching up with the changes after the listing's at")
+    caught = run_incremental(client, destination, capability_list_url=capability_list_url,
+                             checkpoint=checkpoint, method="changelist", mapper=mapper,
+                             concurrency=concurrency, log=log)
+    stats = dict(checkpoint.stats)
+    for name in ("fetched", "removed", "failed", "bytes"):
+        stats[name] = stats.get(name, 0) + caught.stats.get(name, 0)
+    stats["changed_after"] = caught.stats.get("resources", 0)
+    return replace(checkpoint, position=caught.position, stats=stats)
 
 
 def _checkpoint(source: str, document: str, destination: Destination, at: datetime | None,
@@ -169,11 +195,17 @@ class _Run:
     tally: Tally
     processes: int | None = None  # see run_baseline
     complete: bool = field(default=True)  # every listed resource was seen
+    #: The Change List (or index) to read the changes after the listing's ``at`` from; None:
+    #: none offered, or a shard's run (its partition is combined first).
+    change_list: str | None = None
+    #: The URIs (normal form) changed after the listing's ``at``: left to the catch-up.
+    later: set[str] = field(default_factory=set)
 
     def from_resource_list(self, url: str) -> datetime | None:
         """Every resource of a Resource List or its index (10.1, 10.2); the list's ``at``."""
         since = CpuSample.take()  # "auto" measures the cores left idle while the list is read
         with resource_list(self.client, url) as walk:
+            self._changed_after(walk.at)
             # the parts of an index are read while the resources are fetched; a single list
             # was fetched whole when opened
             index = not walk.urls
@@ -230,6 +262,7 @@ class _Run:
             self.tally.log.info("One process, not %s: a Resource Dump's packages are unpacked "
                                 "here", self.processes)
         head = self.client.read_document(url).head
+        self._changed_after(head.md.at if head.md is not None else None)
         for package in self._listed(resource_dump_packages(self.client, url), url):
             self._unpack(package)
         return head.md.at if head.md is not None else None
@@ -264,12 +297,48 @@ class _Run:
             self._incomplete(url, f"listing not read whole: {error}",
                              rerun_helps=error.rerun_helps, fix=fix_for(error))
 
+    def _changed_after(self, at: datetime | None) -> None:
+        """Note the URIs the Change Lists change after ``at``, the listing's: the listing
+        describes them as they were, their newest change as they are now (10.1: a Destination
+        baselines, then applies the changes since the snapshot). None noted where no Change
+        List is offered, the listing has no ``at``, or the lists no longer reach back to it (a
+        gap: the listing is taken as it is, as before)."""
+        if self.change_list is None or at is None:
+            return
+        try:
+            for item in changes_after(self.client, self.change_list, ChangePosition.at(at)):
+                with suppress(UnsafeContentError):  # credentials in it: never fetched anyway
+                    self.later.add(normalized(item.entry.loc))
+        except ChangeGapError as gap:
+            self.tally.log.warning("Resources changed after the listing are taken as it "
+                                   "describes them: %s", gap)
+            self.later.clear()
+        if self.later:
+            self.tally.log.info("%s resources changed after the listing's at (%s): each is taken "
+                                "from its newest change in %s", len(self.later),
+                                format_datetime(at), self.change_list)
+
     def _mine(self, entries: Iterable[Entry]) -> Iterator[Entry]:
-        """The entries of the shard, counted as listed."""
+        """The entries of the shard, counted as listed; those changed since the listing are
+        marked seen and left to the catch-up."""
         for entry in entries:
             if self.shard is None or self.shard.holds(entry.loc):
                 self.tally.stats["listed"] += 1
-                yield entry
+                uri = self._later_uri(entry.loc)
+                if uri is None:
+                    yield entry
+                else:
+                    self.transfer.state.mark_seen(uri)
+
+    def _later_uri(self, loc: str) -> str | None:
+        """``loc``'s normal form, if it changed after the listing."""
+        if not self.later:
+            return None
+        try:
+            uri = normalized(loc)
+        except UnsafeContentError:
+            return None
+        return uri if uri in self.later else None
 
     def _count(self, outcomes: Iterable[Outcome]) -> None:
         state = self.transfer.state

@@ -187,3 +187,36 @@ def test_quiet_runs_open_no_gap_for_followers_by_change_list_or_change_dump(
                     checkpoint=points[method], method=method)
                 assert held(mirrors[method]) == publishing.bucket.files(), (step, method)
     validate_all(out)
+
+
+@pytest.mark.parametrize("method", ["resourcelist", "resourcedump"])
+def test_a_late_joiner_baselines_from_a_resource_list_older_than_later_changes(
+        tmp_path: Path, method: str) -> None:
+    """The Resource List is rewritten only at a compaction, so it lists old lengths and hashes,
+    objects deleted since, and misses new ones; a follower joining now baselines from it, then
+    takes each resource changed after its ``at`` from its newest Change List entry, deleted ones
+    left out, in one run (spec 10.1 with 12.1; issue 26): before, it refused each changed
+    object, 404'd on each deleted one, and a re-run did the same until a compaction."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    for number in range(30):
+        write(root, f"docs/{number:02d}.txt", f"first {number}\n".encode())
+    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
+        publishing = Publishing(web, root, out, resource_dump=True)
+        publishing.run()
+        write(root, "docs/00.txt", b"second, and longer than the first\n")
+        (root / "docs" / "01.txt").unlink()
+        write(root, "new.txt", b"new\n")
+        assert publishing.run().changes == 3  # under a tenth of 30: the snapshot stays
+        snapshot = read_document((out / "resourcelist.xml").read_bytes())
+        assert len(snapshot.entries) == 30  # it still lists docs/01.txt, and not new.txt
+        late = LocalDestination(tmp_path / "late")
+        joined = run_baseline(reader, late, capability_list_url=publishing.capability_list,
+                              method=method)
+        assert held(late) == publishing.bucket.files()
+        assert joined.kind == "baseline" and joined.stats["failed"] == 0
+        write(root, "docs/02.txt", b"after the late joiner\n")
+        publishing.run()
+        followed = run_incremental(reader, late, capability_list_url=publishing.capability_list,
+                                   checkpoint=joined)
+        assert held(late) == publishing.bucket.files()
+        assert followed.stats["fetched"] == 1  # only what came after the joiner's checkpoint

@@ -96,3 +96,31 @@ def test_a_destination_of_the_mirror_misses_no_run_of_it(
                                    capability_list_url=capability_list)
         assert standing.stats["fetched"] == 1 and standing.stats["removed"] == 1
         assert held(downstream) == as_published(source.state(), base)
+
+
+def test_a_late_destination_of_the_mirror_baselines_from_its_resource_list_and_changes(
+        tmp_path: Path) -> None:
+    """The mirror rewrites its Resource List only at a compaction: a Destination joining after
+    an incremental run of the mirror baselines from the older list and takes what changed
+    since from the mirror's Change Lists, in one run (issue 26)."""
+    resources = {f"r{n:02d}.txt": f"resource {n}\n".encode() for n in range(30)}
+    with (SourceServer(max_lifetime=120) as server, SourceServer(max_lifetime=120) as web,
+          client_for(server) as client, client_for(web) as reader):
+        source = ResourceSyncSource(server, resources=resources)
+        source.publish()
+        upstream = LocalDestination(tmp_path / "mirror")
+        base = web.url("/mirror/")
+        start = run_baseline(client, upstream, capability_list_url=source.capability_list_url,
+                             public_url=base)
+        source.update("r01.txt", b"one, changed and longer\n")
+        source.delete("r02.txt")
+        source.create("new.txt", b"new\n")
+        source.publish()
+        run_incremental(client, upstream, checkpoint=start,
+                        capability_list_url=source.capability_list_url)
+        publish(upstream, web, "/mirror/", set())
+        late = LocalDestination(tmp_path / "late")
+        joined = run_baseline(reader, late, capability_list_url=base + quote(RESERVED_PREFIX)
+                              + "capabilitylist.xml")
+        assert held(late) == as_published(source.state(), base)
+        assert joined.stats["changed_after"] == 3
