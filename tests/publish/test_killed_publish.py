@@ -147,3 +147,55 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
     assert {"objects", "plans", "packages", "changedumps", "changedump", "changes",
             "changelist", "index", "capabilitylist", "description", "checkpoint"} <= writes
     assert ("resourcedump" in writes) is dump
+
+
+def test_a_first_publication_killed_at_any_write_then_quiet_runs_leaves_followers_no_gap(
+        tmp_path: Path) -> None:
+    """The first run killed before each of its writes in turn, made again, then a run with a
+    newer inventory that finds nothing new, then a change: followers that baselined once the
+    first run was made again get the change by Change List and by Change Dump (issue 26: the
+    quiet run moved the next list's ``from`` past their position)."""
+    root = tmp_path / "bucket"
+    for number in range(3):
+        write(root, f"docs/{number}.txt", f"first {number}\n".encode())
+    with SourceServer(max_lifetime=600) as web, client_for(web) as reader:
+        base, pub = web.url("/bucket/"), web.url("/pub/")
+        bucket = ServedDirectory(web, root, "/bucket/")
+        bucket.refresh()
+        served = ServedDirectory(web, tmp_path, "/pub/")
+        kill_points = 0
+        for trial in range(1, 40):  # one kill per write of the first run, until it is not
+            out = tmp_path / f"published-{trial}"
+            ended = run_child(killed_publish, root, out, trial, T1, base, pub, False)
+            if ended.exitcode == 0:
+                break
+            assert ended.exitcode == -signal.SIGKILL, ended.traceback
+            kill_points += 1
+            publication = Publication(LocalDestination(out), base_url=base, publish_url=pub,
+                                      size=PackageSize(entries=2))
+
+            def run(days: int, publication: Publication = publication) -> int:
+                done = publish(publication, walk_directory(root), T1 + timedelta(days=days),
+                               LocalBucket(root))
+                served.refresh()
+                return done.changes
+
+            served.root = out
+            run(1)  # made again: the killed run's plan carried out, or the run made anew
+            points = {method: run_baseline(reader, LocalDestination(tmp_path / f"{method}-{trial}"),
+                                           capability_list_url=pub + "capabilitylist.xml")
+                      for method in METHODS}
+            assert run(2) == 0  # a newer inventory, nothing new
+            write(root, f"docs/new-{trial}.txt", b"new\n")
+            bucket.refresh()
+            assert run(3) == 1
+            for method in METHODS:
+                mirror = LocalDestination(tmp_path / f"{method}-{trial}")
+                run_incremental(reader, mirror, capability_list_url=pub + "capabilitylist.xml",
+                                checkpoint=points[method], method=method)
+                assert held(mirror) == bucket.files(), (ended.said, method)
+            (root / "docs" / f"new-{trial}.txt").unlink()
+            bucket.refresh()
+        else:
+            raise AssertionError("every run was killed")
+    assert kill_points >= 5
