@@ -82,14 +82,36 @@ class Journal:
                                                                          until=md.until)))
         return listed
 
+    def drop_unlisted(self, listed: list[Entry], key: str) -> None:
+        """Delete the documents of the series dated after the last of ``listed`` (the index's
+        entries before this save) and before this save's document at ``key`` that no index
+        lists: a save killed between its document and the index left them, and this save's
+        document holds their changes (replayed on load), so a rebuild from the folder
+        would list those twice. Only the folder's keys sharing the two stamps' prefix are
+        listed: a few, however many documents the series holds."""
+        documents = self._documents
+        folder = documents.key(self._folder)
+        after = self._stamp(name_of(listed[-1].loc)) if listed else ""
+        before = self._stamp(key[len(folder):])
+        known = {self._change_key(entry.loc) for entry in listed}
+        shared = next((n for n, (a, b) in enumerate(zip(after, before, strict=False)) if a != b),
+                      min(len(after), len(before)))
+        for found in list(documents.destination.keys(folder + before[:shared])):
+            if found not in known and after < self._stamp(found[len(folder):]) < before:
+                documents.destination.delete(found)
+
+    @staticmethod
+    def _stamp(name: str) -> str:
+        """The stamp of a document or of one of its parts, by its name."""
+        found = _LIST_NAME.fullmatch(name)
+        return found.group(1) if found else name
+
     def since(self, stamp: str | None) -> Iterator[tuple[str, list[str]]]:
         """The Change Lists listed after the one stamped ``stamp`` (all for None), in order:
         each one's stamp and the keys of its parts (itself, if it is not split)."""
         lists: dict[str, list[str]] = {}
         for entry in self.listed():
-            name = name_of(entry.loc)
-            found = _LIST_NAME.fullmatch(name)
-            listed = found.group(1) if found else name
+            listed = self._stamp(name_of(entry.loc))
             if stamp is None or listed > stamp:
                 lists.setdefault(listed, []).append(self._change_key(entry.loc))
         return iter(lists.items())

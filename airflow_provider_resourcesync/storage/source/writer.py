@@ -307,6 +307,7 @@ class SourceWriter(ClosedOnExit):
             end = max(now, start, as_datetime(last) or start)
             self._journal.write_index([*listed, *self._journal.write_list(
                 changelist, start, end, self._store.changes())])
+            self._journal.drop_unlisted(listed, changelist)
             try:
                 index.apply(self._changed(), stamp_at(now))
             except DocumentError:  # a shard cannot be read: the index is rebuilt below

@@ -45,6 +45,13 @@ def listed_changes(destination: LocalDestination) -> Counter[str]:
     return counted
 
 
+def unlisted(destination: LocalDestination) -> set[str]:
+    """The Change Lists under ``changes/`` that the Change List Index does not list."""
+    index = read_document(destination.read_bytes(CHANGE_LIST_INDEX) or b"")
+    listed = {entry.loc[len(destination.url):] for entry in index}
+    return set(destination.keys(RESERVED_PREFIX + "changes/")) - listed
+
+
 @pytest.mark.parametrize("runs_before", [0, 1], ids=["first-list", "later-list"])
 def test_a_save_killed_before_any_write_and_made_again_records_each_change_once(
         tmp_path: Path, runs_before: int) -> None:
@@ -66,6 +73,7 @@ def test_a_save_killed_before_any_write_and_made_again_records_each_change_once(
         held = expected(destination, 300, iter(runs))
         assert collection(destination) == held, killed_at[-1]
         assert max(listed_changes(destination).values()) == 1, killed_at[-1]
+        assert unlisted(destination) == set(), killed_at[-1]  # no list a rebuild would replay
         index = ShardIndex.open(destination, RESERVED_PREFIX + "index/")
         assert index.delta_records > 0, killed_at[-1]  # no compaction: the journal holds them
         assert {destination.object_url(record.key): record.length
