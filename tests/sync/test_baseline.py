@@ -5,9 +5,10 @@ hostile Source that cannot harm the destination."""
 from __future__ import annotations
 
 import io
+import logging
 import zipfile
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -19,8 +20,10 @@ from airflow_provider_resourcesync.errors import (
     DocumentError,
     SyncIncompleteError,
 )
+from airflow_provider_resourcesync.protocol.datetimes import format_datetime, parse_datetime
 from airflow_provider_resourcesync.protocol.model import Document, Entry, Head, Metadata
 from airflow_provider_resourcesync.protocol.position import ChangePosition
+from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
@@ -165,6 +168,32 @@ def test_remove_missing_removes_only_what_the_source_could_have_listed(
         assert held(destination) == a.state() | b.state()
         with MirrorState.load(destination) as state:
             assert state.get(b.uri("x.txt")) is not None and state.get(a.uri("y.txt")) is None
+
+
+def test_a_listing_older_than_every_change_list_offered_is_taken_as_it_is(
+        client: ResourceSyncClient, local: LocalDestination, server: SourceServer,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Where the Change Lists no longer reach back to the listing's ``at`` (rotated away), the
+    changes since cannot be read: the baseline takes the listing as it is, and says so."""
+    source = ResourceSyncSource(server, resources={"a.txt": b"a", "b.txt": b"b"},
+                                keep_change_lists=1)
+    source.update("a.txt", b"a, changed")
+    source.close_changelist()
+    source.update("b.txt", b"b, changed")
+    source.publish()
+    listing = server.get_body("/dataset1/resourcelist.xml")
+    at = read_document(listing).head.md
+    assert at is not None and at.at is not None
+    older = format_datetime(at.at - timedelta(days=1))  # before the one list still offered
+    server.put("/dataset1/resourcelist.xml",
+               listing.replace(format_datetime(at.at).encode(), older.encode()),
+               "application/xml")
+    caplog.set_level(logging.INFO)
+    checkpoint = baseline(client, local, source)
+    assert held(local) == source.state()
+    assert "changed_after" not in checkpoint.stats
+    assert checkpoint.position == ChangePosition.at(parse_datetime(older))
+    assert "Resources changed after the listing are taken as it describes them" in caplog.text
 
 
 def test_a_resource_dump_baseline(client: ResourceSyncClient, local: LocalDestination,
