@@ -124,9 +124,12 @@ class LocalDestination(Destination):
         itself."""
         path = os.path.join(self.root, *self._segments(key))
         parent = os.path.dirname(path)
-        if parent not in self._known and os.path.realpath(parent) == parent and os.path.isdir(
-                parent):
-            self._known.add(parent)
+        if parent not in self._known:
+            # noted under the tree lock: a delete (exclusive) pruning the folder between the
+            # check and the note would leave it noted, and an install would skip making it
+            with self._tree.shared():
+                if os.path.realpath(parent) == parent and os.path.isdir(parent):
+                    self._known.add(parent)
         if parent not in self._known and os.path.realpath(parent) != parent:
             raise self._escapes(key)
         return path
@@ -202,19 +205,11 @@ class LocalDestination(Destination):
         with self._tree.shared(), _os_errors(f"cannot write {shown_key(key)} under {self.root}"):
             attached = data is not None and self._attach(staged, data)
             sidecar = None if attached or data is None else self._meta_path(key)
-            paths = (path, *([sidecar] if sidecar else []))
-            self._prepare(key, *paths)
+            self._prepare(key, path, *([sidecar] if sidecar else []))
             try:
                 os.replace(staged, path)
             except IsADirectoryError:
                 raise self._directory_in_the_way(key, Path(path)) from None
-            except FileNotFoundError:
-                # its folder was pruned by a delete after _located noted it (outside the tree
-                # lock): made again, under this shared lock no delete can prune it
-                for made in paths:
-                    self._known.discard(os.path.dirname(made))
-                self._prepare(key, *paths)
-                os.replace(staged, path)
             if sidecar is not None and data is not None:  # data: not None with a sidecar
                 sidecar.write_bytes(data)
             elif data is None:

@@ -309,10 +309,9 @@ class _Run:
             for item in changes_after(self.client, self.change_list, ChangePosition.at(at)):
                 with suppress(UnsafeContentError):  # credentials in it: never fetched anyway
                     self.later.add(normalized(item.entry.loc))
-        except ChangeGapError as gap:
+        except ChangeGapError as gap:  # raised before any change is read
             self.tally.log.warning("Resources changed after the listing are taken as it "
                                    "describes them: %s", gap)
-            self.later.clear()
         if self.later:
             self.tally.log.info("%s resources changed after the listing's at (%s): each is taken "
                                 "from its newest change in %s", len(self.later),
