@@ -329,11 +329,12 @@ def test_auto_holds_nothing_back_where_workers_cannot_run(
         local: LocalDestination, monkeypatch: pytest.MonkeyPatch) -> None:
     """A shard (or an S3 destination) never gets workers, so "auto" does not read ahead to
     count the list first: the first resource is fetched before the index's last part is read
-    (spec 10.2)."""
+    (spec 10.2). One fetch at a time, on the caller's thread: the order of the requests is the
+    order of the run's steps, not of threads racing."""
     monkeypatch.setattr("airflow_provider_resourcesync.sync.baseline.AUTO_LISTING", len(INITIAL))
     source.publish(max_entries=5)
     server.reset_log()
-    baseline(client, local, source, shard=Shard(0, 2))
+    baseline(client, local, source, shard=Shard(0, 2), concurrency=1)
     paths = [record.path for record in server.requests]
     first_resource = next(n for n, path in enumerate(paths) if "/res/" in path)
     last_part = max(n for n, path in enumerate(paths) if "resourcelist" in path)
