@@ -19,17 +19,21 @@ after shard, holding only the one it writes: memory stays flat for a million rec
 
 A shard is one gzip'd JSON document, ``{"stamp": ..., "before": ..., "records": [row, ...]}``
 (rows as in :mod:`.held`), read whole. One document rather than JSON lines: one ``json.loads``
-call parses 1,000 rows in half the time of a call per line (1.3 against 2.7 ms, measured here).
+call parses 1,000 rows in half the time of a call per line (1.3 against 2.7 ms, measured here),
+and SQLite's ``json_each`` stores its rows without a Python object per row.
 Gzip'd: the URIs, keys and hashes of a shard share long prefixes, which gzip stores once; 1,000
 records with an MD5 each are 34 KB instead of 192 KB, and decompressing them costs 0.4 ms, less
 than moving the difference to S3 and back. Rows become :class:`Held` records only when a lookup
 returns them.
 
-Costs: a lookup reads, for each shard its URIs fall in, the delta shard and (unless the delta
-answers them all) the snapshot shard, each at most once per call; an apply reads and rewrites
-the delta shards its changes fall in (grouping :data:`_BATCH` changes at a time in memory),
-then the manifest. Delta shards stay small because the writer compacts when the delta holds a
-tenth of the snapshot's records, so no cost grows with the collection.
+Costs: each shard is read at most once while the index is open (a run): read, its rows go into
+a scratch SQLite database (:mod:`..scratch`; memory stays flat), which answers every later lookup
+in it and every apply to it. A lookup reads, for each shard its URIs fall in, the delta shard and
+(unless the delta answers them all) the snapshot shard; an apply folds its changes into the delta
+rows, then writes each delta shard they fall in once, then the manifest. So a run of ``n`` changes
+reads and writes at most ``min(n, shards)`` shards of each layer, and delta shards stay small
+because the writer compacts when the delta holds a tenth of the snapshot's records: no cost grows
+with the collection faster than the changes do.
 
 Kills: every write replaces one whole object, and the manifest is written last. A rebuild killed
 before its manifest leaves the old generation in use (the next rebuild removes the orphan); an
@@ -47,8 +51,8 @@ import hashlib
 import json
 import re
 import secrets
+import sqlite3
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, replace
@@ -57,6 +61,7 @@ from itertools import islice
 from typing import Any
 
 from ...errors import ConfigurationError, DocumentError, InvalidValueError, shown
+from ...protocol.closing import ClosedOnExit
 from ..base import Destination
 from ..scratch import scratch_database
 from .held import Held, held_from_row, row_of
@@ -67,10 +72,8 @@ __all__ = ["MANIFEST", "RECORDS_PER_SHARD", "ShardIndex", "shard_count", "shard_
 MANIFEST = "manifest.json"
 #: Records a snapshot shard holds, about: the shard count is chosen from this at each rebuild.
 RECORDS_PER_SHARD = 1_000
-#: Changes an apply groups by shard in memory at a time.
+#: Changes an apply folds into the scratch database per transaction.
 _BATCH = 10_000
-#: Delta shards kept between calls (an apply rewrites the ones a lookup just read).
-_CACHED = 256
 _VERSION = 1
 _SNAPSHOT, _DELTA = "snapshot", "delta"
 _GENERATION = re.compile(r"[0-9A-Za-z-]{1,64}")
@@ -78,6 +81,14 @@ _FOLDER = re.compile(rf"({_SNAPSHOT}|{_DELTA})-([0-9A-Za-z-]+)/")
 #: Records in arrival order; read back sorted (SQLite's sorter spills to disk), which is faster
 #: than keeping them in a B-tree by position as they come.
 _SCHEMA = "CREATE TABLE records (position INTEGER, uri TEXT, row TEXT);"
+#: The rows of the shards read (or written) while the index is open, by layer (0: snapshot, 1:
+#: delta) and URI; a removal's row is ``[uri]``.
+_ROWS = """
+CREATE TABLE rows (layer INTEGER, uri TEXT, shard INTEGER, row TEXT, PRIMARY KEY (layer, uri))
+WITHOUT ROWID;
+CREATE INDEX rows_shard ON rows (layer, shard, uri);
+"""
+_LAYERS = {_SNAPSHOT: 0, _DELTA: 1}
 _REBUILD = ("it is derived from the journal: rebuilding it from the collection's documents (its "
             "Resource List and the Change Lists after it) fixes it")
 
@@ -129,16 +140,15 @@ class _Manifest:
 
 @dataclass(frozen=True, slots=True)
 class _Shard:
-    """A shard's rows by URI, with the stamp of the apply that wrote it and how many rows it
-    held before that apply. Rows become records only when asked for: a lookup wants a few of a
-    shard's thousand."""
+    """What a shard says besides its rows: the stamp of the apply that wrote it, how many rows
+    it held before that apply, and how many it holds."""
 
     stamp: str | None
     before: int
-    rows: dict[str, list[Any]]
+    count: int
 
 
-_EMPTY = _Shard(None, 0, {})
+_EMPTY = _Shard(None, 0, 0)
 
 
 def _shard_bytes(stamp: str | None, before: int, rows: Iterable[str]) -> bytes:
@@ -146,15 +156,18 @@ def _shard_bytes(stamp: str | None, before: int, rows: Iterable[str]) -> bytes:
     return gzip.compress(text.encode(), compresslevel=6, mtime=0)
 
 
-def _parse_shard(data: bytes) -> _Shard:
-    """:raises ValueError, OSError, EOFError, zlib.error: saying what is wrong."""
-    found = json.loads(gzip.decompress(data))
+def _parse_shard(data: bytes) -> tuple[_Shard, str]:
+    """What a shard says, and its JSON text.
+
+    :raises ValueError, OSError, EOFError, zlib.error: saying what is wrong."""
+    text = gzip.decompress(data).decode()
+    found = json.loads(text)
     if not (isinstance(found, dict) and isinstance(found.get("stamp"), str | None)
             and type(found.get("before")) is int and isinstance(found.get("records"), list)
             and all(isinstance(row, list) and row and isinstance(row[0], str)
                     for row in found["records"])):
         raise ValueError("it is not a shard of stamp, before and records")
-    return _Shard(found["stamp"], found["before"], {row[0]: row for row in found["records"]})
+    return _Shard(found["stamp"], found["before"], len({row[0] for row in found["records"]})), text
 
 
 def _by_shard(rows: Iterable[tuple[int, str, str]], shards: int) -> Iterator[list[str]]:
@@ -182,9 +195,10 @@ def _batches(changes: Iterable[tuple[str, Held | None]]
         yield batch
 
 
-class ShardIndex:
+class ShardIndex(ClosedOnExit):
     """The lookup index at ``prefix`` (a folder of its own) of ``destination``: :meth:`open` or
-    :meth:`build` it, then :meth:`lookup`, :meth:`apply` and :meth:`rebuild`, from one thread.
+    :meth:`build` it, then :meth:`lookup`, :meth:`apply` and :meth:`rebuild`, from one thread
+    at a time; :meth:`close` (or ``with``) drops the shards read.
 
     :raises ConfigurationError: ``prefix`` is empty (the destination's root).
     """
@@ -199,7 +213,9 @@ class ShardIndex:
         self._destination = destination
         self._prefix = prefix if prefix.endswith("/") else prefix + "/"
         self._manifest = manifest
-        self._cache: OrderedDict[int, _Shard] = OrderedDict()
+        self._rows: sqlite3.Connection | None = None  # made at the first shard read
+        #: The shards in the scratch database, by layer and shard number.
+        self._read: dict[str, dict[int, _Shard]] = {_SNAPSHOT: {}, _DELTA: {}}
 
     @classmethod
     def open(cls, destination: Destination, prefix: str) -> ShardIndex:
@@ -226,6 +242,13 @@ class ShardIndex:
         index.rebuild(records, stamp)
         return index
 
+    def close(self) -> None:
+        """Drop the shards read (the scratch database)."""
+        if self._rows is not None:
+            self._rows.close()
+            self._rows = None
+        self._read = {_SNAPSHOT: {}, _DELTA: {}}
+
     @property
     def stamp(self) -> str | None:
         """The name of the last journal Change List folded in; None for an empty index."""
@@ -251,48 +274,55 @@ class ShardIndex:
         manifest = self._manifest
         if manifest is None:
             return dict.fromkeys(uris)
-        wanted: dict[int, list[str]] = {}
-        for uri in uris:
-            wanted.setdefault(shard_of(uri, manifest.shards), []).append(uri)
         found: dict[str, Held | None] = {}
-        for shard, in_shard in sorted(wanted.items()):
-            delta = self._delta(manifest, shard)
-            snapshot = (self._read(manifest, _SNAPSHOT, shard) if manifest.snapshot_records
-                        and any(uri not in delta.rows for uri in in_shard) else _EMPTY)
-            for uri in in_shard:
-                layer, rows = ((_DELTA, delta.rows) if uri in delta.rows
-                               else (_SNAPSHOT, snapshot.rows))
-                try:
-                    found[uri] = held_from_row(rows[uri])[1] if uri in rows else None
-                except ValueError as exc:
-                    raise self._unreadable(self._key(layer, manifest.generation, shard),
-                                           f"{layer} shard", exc) from exc
+        for uri in uris:
+            shard = shard_of(uri, manifest.shards)
+            self._shard(manifest, _DELTA, shard)
+            layer, row = _DELTA, self._row(_DELTA, uri)
+            if row is None and manifest.snapshot_records:
+                self._shard(manifest, _SNAPSHOT, shard)
+                layer, row = _SNAPSHOT, self._row(_SNAPSHOT, uri)
+            try:
+                found[uri] = held_from_row(json.loads(row))[1] if row is not None else None
+            except ValueError as exc:
+                raise self._unreadable(self._key(layer, manifest.generation, shard),
+                                       f"{layer} shard", exc) from exc
         return found
 
-    def _delta(self, manifest: _Manifest, shard: int) -> _Shard:
-        if shard in self._cache:
-            self._cache.move_to_end(shard)
-            return self._cache[shard]
-        return self._cached(shard, self._read(manifest, _DELTA, shard))
+    def _row(self, layer: str, uri: str) -> str | None:
+        assert self._rows is not None  # a shard was read
+        found = self._rows.execute("SELECT row FROM rows WHERE layer = ? AND uri = ?",
+                                   (_LAYERS[layer], uri)).fetchone()
+        return found[0] if found else None
 
-    def _cached(self, shard: int, content: _Shard) -> _Shard:
-        self._cache[shard] = content
-        self._cache.move_to_end(shard)
-        if len(self._cache) > _CACHED:
-            self._cache.popitem(last=False)
-        return content
-
-    def _read(self, manifest: _Manifest, layer: str, shard: int) -> _Shard:
+    def _shard(self, manifest: _Manifest, layer: str, shard: int) -> _Shard:
+        """What ``shard`` of ``layer`` says, its rows in the scratch database: read the first
+        time only."""
+        known = self._read[layer].get(shard)
+        if known is not None:
+            return known
         key = self._key(layer, manifest.generation, shard)
         data = self._destination.read_bytes(key)
+        rows = self._database()
         if data is None:
-            if layer == _DELTA:
-                return _EMPTY
-            raise self._unreadable(key, "snapshot shard", "it is missing")
-        try:
-            return _parse_shard(data)
-        except (ValueError, OSError, EOFError, zlib.error) as exc:
-            raise self._unreadable(key, f"{layer} shard", exc) from exc
+            if layer == _SNAPSHOT:
+                raise self._unreadable(key, "snapshot shard", "it is missing")
+            content = _EMPTY
+        else:
+            try:
+                content, text = _parse_shard(data)
+            except (ValueError, OSError, EOFError, zlib.error) as exc:
+                raise self._unreadable(key, f"{layer} shard", exc) from exc
+            rows.execute(
+                "INSERT OR REPLACE INTO rows SELECT ?, json_extract(value, '$[0]'), ?, value "
+                "FROM json_each(?, '$.records')", (_LAYERS[layer], shard, text))
+        self._read[layer][shard] = content
+        return content
+
+    def _database(self) -> sqlite3.Connection:
+        if self._rows is None:
+            self._rows = scratch_database(_ROWS, shared=True)
+        return self._rows
 
     def _key(self, layer: str, generation: str, shard: int) -> str:
         return f"{self._prefix}{layer}-{generation}/{shard:05d}.json.gz"
@@ -305,39 +335,46 @@ class ShardIndex:
 
     def apply(self, changes: Iterable[tuple[str, Held | None]], stamp: str) -> None:
         """Fold ``changes`` (``(uri, record)``, None for a removal; the last for a URI wins) into
-        the delta shards they fall in, then write the manifest with ``stamp``, the name of the
-        last journal Change List they come from. Applying the same changes with the same stamp
-        again leaves the same index, also after an apply killed part way.
+        the delta shards they fall in, each written once, then write the manifest with
+        ``stamp``, the name of the last journal Change List they come from. Applying the same
+        changes with the same stamp again leaves the same index, also after an apply killed
+        part way.
 
         :raises InvalidValueError: a record's URI is not the URI it is given for.
         :raises DocumentError: a delta shard it rewrites cannot be read.
         """
         manifest = self._manifest or _Manifest(_new_generation(), 1, None, 0, 0)
         committed: dict[int, int] = {}  # shard -> records it held as of the manifest
-        held: dict[int, int] = {}  # shard -> records it holds now
+        befores: dict[int, int] = {}  # shard -> what it held before this stamp's apply
+        rows = self._database()
         for batch in _batches(changes):
-            grouped: dict[int, dict[str, list[Any]]] = {}
+            folded = []
             for uri, record in batch:
                 if record is not None and record.uri != uri:
                     raise InvalidValueError(f"the record of {shown(record.uri)} is given for "
                                             f"another URI, {shown(uri)}")
-                grouped.setdefault(shard_of(uri, manifest.shards), {})[uri] = row_of(uri, record)
-            for shard, folded in sorted(grouped.items()):
-                old = self._delta(manifest, shard)
-                again = old.stamp == stamp  # this stamp wrote it: keep what it held before
+                shard = shard_of(uri, manifest.shards)
                 if shard not in committed:
+                    old = self._shard(manifest, _DELTA, shard)
+                    again = old.stamp == stamp  # this stamp wrote it: keep what it held before
                     killed = again and manifest.stamp != stamp
-                    committed[shard] = old.before if killed else len(old.rows)
-                new = _Shard(stamp, old.before if again else len(old.rows), old.rows | folded)
-                self._destination.write_bytes(
-                    self._key(_DELTA, manifest.generation, shard),
-                    _shard_bytes(stamp, new.before,
-                                 (json.dumps(new.rows[uri]) for uri in sorted(new.rows))),
-                    "application/gzip")
-                self._cached(shard, new)
-                held[shard] = len(new.rows)
-        delta = manifest.delta_records + sum(held[shard] - committed[shard] for shard in held)
-        self._commit(replace(manifest, stamp=stamp, delta_records=delta))
+                    committed[shard] = old.before if killed else old.count
+                    befores[shard] = old.before if again else old.count
+                folded.append((_LAYERS[_DELTA], uri, shard, json.dumps(row_of(uri, record))))
+            rows.execute("BEGIN")
+            rows.executemany("INSERT OR REPLACE INTO rows VALUES (?, ?, ?, ?)", folded)
+            rows.execute("COMMIT")
+        held = 0
+        for shard in sorted(committed):
+            texts = [text for text, in rows.execute(
+                "SELECT row FROM rows WHERE layer = ? AND shard = ? ORDER BY uri",
+                (_LAYERS[_DELTA], shard))]
+            self._destination.write_bytes(self._key(_DELTA, manifest.generation, shard),
+                                          _shard_bytes(stamp, befores[shard], texts),
+                                          "application/gzip")
+            self._read[_DELTA][shard] = _Shard(stamp, befores[shard], len(texts))
+            held += len(texts) - committed[shard]
+        self._commit(replace(manifest, stamp=stamp, delta_records=manifest.delta_records + held))
 
     def rebuild(self, records: Iterable[Held], stamp: str) -> None:
         """Compaction: :meth:`rebuild_rows` of ``records``."""
@@ -366,7 +403,7 @@ class ShardIndex:
                                               _shard_bytes(stamp, 0, texts), "application/gzip")
                 count += len(texts)
         self._commit(_Manifest(generation, shards, stamp, count, 0))
-        self._cache.clear()
+        self.close()  # the shards read are the old generation's
         for key in list(self._destination.keys(self._prefix)):
             folder = _FOLDER.match(key[len(self._prefix):])
             if folder and folder.group(2) != generation:

@@ -55,7 +55,7 @@ from .records import (
     record_of,
     stored_json_row,
 )
-from .shards import ShardIndex, shard_count
+from .shards import ShardIndex
 from .snapshot import Snapshot
 
 __all__ = ["SourceWriter"]
@@ -64,8 +64,6 @@ __all__ = ["SourceWriter"]
 #: of it (docs/design.md, "The Source writer": 10 record writes per change, amortized, and a
 #: replay at most 10% longer than the snapshot for a Destination baselining from the writer).
 _COMPACT_AT = 0.1
-#: Lookups of a run before it may read the whole collection instead (at least).
-_LOOKUPS = 1_000
 #: The least step between two saves' times: a Change List's name holds its save's time to it.
 _TICK = timedelta(microseconds=1)
 
@@ -73,11 +71,11 @@ _TICK = timedelta(microseconds=1)
 class SourceWriter(ClosedOnExit):
     """What a collection holds, for one run, and its documents kept over time.
 
-    A run that asks about a few URIs (an incremental run) reads what it asks for from the
-    lookup index and keeps only what it changes in a scratch SQLite database; a run that reads
-    every record (:meth:`records`, :meth:`mark_seen`, :meth:`unseen`, ``len()``, or lookups of
-    about as many shards as the index holds) reads the Resource List and the Change Lists after
-    it into that database, once.
+    A run that asks about some URIs (an incremental run, however many it changes) reads what it
+    asks for from the lookup index, each shard once, and keeps only what it changes in a scratch
+    SQLite database; a run that reads every record (:meth:`records`, :meth:`mark_seen`,
+    :meth:`unseen`, ``len()``) reads the Resource List and the Change Lists after it into that
+    database, once.
 
     Made by :meth:`load`; :meth:`save` writes the documents back. ``with`` closes it.
 
@@ -118,7 +116,6 @@ class SourceWriter(ClosedOnExit):
         self._index: ShardIndex | None = None
         self._full = True  # every record is in the store: nothing saved yet, or all read
         self._compact = False  # the Resource List must be rewritten at the next save
-        self._lookups = 0
         self._lazy = threading.RLock()  # lookups and reading everything, one thread at a time
 
     @classmethod
@@ -196,15 +193,11 @@ class SourceWriter(ClosedOnExit):
     # -- what was held before this run -----------------------------------------------------------
 
     def _lookup(self, uri: str) -> ObjectRecord | None:
-        """What the lookup index holds for ``uri`` (under the lazy lock). Once the lookups of
-        this run have read about as many shards as the index holds, the whole collection is
-        read instead (:meth:`_materialize`), once: a baseline asks about every URI."""
+        """What the lookup index holds for ``uri`` (under the lazy lock): each shard is read
+        once per run however many lookups fall in it, so a run costs in proportion to its
+        changes (at most the index) and never reads or rewrites the Resource List for them."""
         index = self._index
         assert index is not None
-        self._lookups += 1
-        if self._lookups > max(_LOOKUPS, shard_count(index.snapshot_records)):
-            self._materialize()
-            return self._store.get(uri)
         try:
             return index.lookup([uri])[uri]
         except DocumentError:  # a shard cannot be read: read everything, rebuild at the save
@@ -382,8 +375,10 @@ class SourceWriter(ClosedOnExit):
         return Journal(self._documents, capability=capability, index=index, folder=folder)
 
     def close(self) -> None:
-        """Drop the scratch database."""
+        """Drop the scratch databases."""
         self._store.close()
+        if self._index is not None:
+            self._index.close()
 
     def _capabilities(self) -> list[Entry]:
         entries = [Entry(self.url(self.key(RESOURCE_LIST)),
@@ -425,6 +420,7 @@ class SourceWriter(ClosedOnExit):
         A collection with none yet (written before there was one) gets one built from its Resource
         List first."""
         if index.stamp is None and self._snapshot.exists():
+            index.close()
             index = ShardIndex.build(self.destination, self.key(INDEX),
                                      self._snapshot.records(), self._snapshot_stamp())
         for stamp, keys in self._journal.since(index.stamp):
