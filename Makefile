@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory
+.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-writer
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -37,3 +37,6 @@ bench-wire: uv
 
 bench-memory: uv
 	$(UV) run --frozen python benchmarks/memory.py
+
+bench-writer: uv
+	$(UV) run --frozen python benchmarks/writer.py

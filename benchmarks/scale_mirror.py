@@ -27,18 +27,19 @@ from moto.s3.models import s3_backends
 
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.protocol.hashes import Digester
+from airflow_provider_resourcesync.protocol.hashes import Digester, Hashes, stored_digests
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, Staged
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.baseline import run_baseline
-from airflow_provider_resourcesync.sync.transfer import STORED_DIGESTS
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
 #: Objects written at once while a mirror is built (threads; bounded memory).
 _CHUNK = 10_000
 _TYPE = "text/plain"
+#: What a baseline stores of each object: the test Source lists an MD5 and a SHA-256.
+_STORED = stored_digests(Hashes.of(md5="0" * 32, sha_256="0" * 64))
 
 
 def name(number: int) -> str:
@@ -129,7 +130,7 @@ def build_mirror(destination: Destination, source: ResourceSyncSource, size: int
     def write(number: int) -> ObjectRecord:
         uri = source.uri(name(number))
         data = body(number)
-        digester = Digester(STORED_DIGESTS)
+        digester = Digester(_STORED)
         digester.update(data)
         info = ObjectInfo(uri, len(data), digester.hashes(), lastmod, _TYPE)
         key = mapper.key(uri)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import closing
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
@@ -18,10 +19,12 @@ from ..shell import (
     describe_outlet_events,
     destination_outlets,
 )
+from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
+from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
 from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..sync.incremental import DELETES, METHODS, ON_GAP, run_incremental
@@ -68,6 +71,11 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
     :param well_known: also write the mirror's Source Description at
         ``.well-known/resourcesync``, as the baseline does (see
         :class:`~.baseline.ResourceSyncBaselineOperator`): give it to both.
+    :param resource_list_max_age: the mirror's own Resource List (what its Destinations
+        baseline from) is rewritten once the oldest run whose changes it lacks is this old, so a
+        Destination that reads no Change List lacks at most that much; None: only once the
+        changes since it pass a tenth of it. A ``timedelta``; a day by default. Each rewrite
+        costs a write of the whole list.
     :param aws_conn_id: the AWS connection for an ``s3://`` destination.
 
     OpenLineage: the Source's Capability List as input, the destination as output.
@@ -83,8 +91,10 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
                  method: str = "auto", deletes: str = "delete", move_to: str = "deleted/",
                  key_prefixes: dict[str, str] | None = None, concurrency: int | None = None,
                  public_url: str | None = None, on_gap: str = "fail", well_known: bool = False,
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.resource_list_max_age = max_age(resource_list_max_age)
         ConfigurationError.unless_one_of("method", method, METHODS)
         ConfigurationError.unless_one_of("deletes", deletes, DELETES)
         ConfigurationError.unless_one_of("on_gap", on_gap, ON_GAP)
@@ -118,7 +128,8 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
                 checkpoint=start, method=self.method, deletes=self.deletes,
                 move_to=self.move_to, mapper=KeyMapper(self.key_prefixes),
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
-                public_url=self.public_url or None, on_gap=self.on_gap, log=self.log)
+                public_url=self.public_url or None, on_gap=self.on_gap,
+                resource_list_max_age=self.resource_list_max_age, log=self.log)
             if self.well_known:
                 describe_at_well_known(destination, self.log)
         return describe_outlet_events(context, self.outlets, checkpoint.to_json())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
@@ -18,11 +19,13 @@ from ..publish.inventory import InventoryObject
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
+from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.keys import RESERVED_PREFIX
 from ..storage.source.checkpoint import saved_checkpoint
 from ..storage.source.documents import CHECKPOINT
+from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
 
@@ -58,6 +61,11 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param resource_dump: also publish a Resource Dump (spec 11.1) beside each Resource List
         (the first run, and compactions): every object read again into packages (templated:
         a bool, or a template rendering ``true`` or ``false``).
+    :param resource_list_max_age: the Resource List (what a follower baselines from) is
+        rewritten once the oldest run whose changes it lacks is this old, so a follower that
+        reads no Change List lacks at most that much; None: only once the changes since it pass
+        a tenth of it. A ``timedelta``; a day by default. Each rewrite writes the whole list,
+        and with ``resource_dump`` packages every object again: give it a longer age then.
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
@@ -71,8 +79,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  publish_url: str | None = None, package_entries: int = DEFAULT_ENTRIES,
                  package_bytes: int = DEFAULT_BYTES,
                  hashes: Sequence[str] = ("md5",), resource_dump: bool | str = False,
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = tuple(hashes)
         self.source = source
@@ -98,7 +108,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             publication = Publication(destination, base_url=self.base_url,
                                       publish_url=self.publish_url or None, size=self.size,
                                       algorithms=self.hashes,
-                                      resource_dump=_switch(self.resource_dump, "resource_dump"))
+                                      resource_dump=_switch(self.resource_dump, "resource_dump"),
+                                      resource_list_max_age=self.resource_list_max_age)
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import DocumentError
@@ -37,7 +37,7 @@ from ..storage.source.checkpoint import saved_checkpoint
 from ..storage.source.documents import CAPABILITY_LIST, CHECKPOINT, base_url
 from ..storage.source.held import Held
 from ..storage.source.journal import stamp_at
-from ..storage.source.writer import SourceWriter
+from ..storage.source.writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 from ..units import byte_size
 from .bucket import Bucket
 from .diff import Change as Diffed
@@ -73,6 +73,9 @@ class Publication:
     :param size: when a package closes.
     :param algorithms: the hashes of each bitstream (``md5``, ``sha-256``).
     :param resource_dump: also publish a Resource Dump (11.1) of each Resource List's snapshot.
+    :param resource_list_max_age: the Resource List is rewritten once the oldest run whose
+        changes it lacks is this old (see :class:`~..storage.source.writer.SourceWriter`), and
+        with it the Resource Dump; None: only once those changes pass a tenth of it.
     """
 
     destination: Destination
@@ -82,6 +85,7 @@ class Publication:
     size: PackageSize = field(default_factory=PackageSize)
     algorithms: tuple[str, ...] = ("md5",)
     resource_dump: bool = False
+    resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +192,8 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
     destination = publication.destination
     with SourceWriter.load(destination, location=publication.location,
                            public_base_url=publication.publish_url,
-                           resources_url=publication.base_url,
-                           clock=lambda: plan.end) as writer:
+                           resources_url=publication.base_url, clock=lambda: plan.end,
+                           resource_list_max_age=publication.resource_list_max_age) as writer:
         tally = _Tally()
         if plan.start is None:  # the first run: a Resource List of every object
             for change in planned:

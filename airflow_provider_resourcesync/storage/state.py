@@ -22,7 +22,7 @@ in a scratch SQLite database (:mod:`.source.records`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from ..errors import ConfigurationError, InvalidValueError, shown
 from .base import Destination
@@ -39,7 +39,7 @@ from .source.documents import (
     XML,
 )
 from .source.records import ObjectRecord
-from .source.writer import SourceWriter
+from .source.writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 
 __all__ = [
     "CAPABILITY_LIST",
@@ -70,12 +70,13 @@ class MirrorState(SourceWriter):
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE) -> None:
         if not location.startswith(RESERVED_PREFIX) or not location.endswith("/"):
             raise InvalidValueError(f"state location {location!r} must be {RESERVED_PREFIX!r} "
                                     "or a folder below it, ending with '/'")
         super().__init__(destination, public_base_url=public_base_url, location=location,
-                         clock=clock)
+                         clock=clock, resource_list_max_age=resource_list_max_age)
 
 
 def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:

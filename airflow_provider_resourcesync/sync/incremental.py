@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from functools import partial
 from typing import TypeVar
 
@@ -33,6 +34,7 @@ from ..protocol.position import ChangeListRef, ChangePosition, Reading
 from ..protocol.position import changes_after as changes_in_list
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
+from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
 from ..storage.state import MirrorState
 from ..units import counted
 from .baseline import run_baseline
@@ -66,6 +68,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
                     deletes: str = "delete", move_to: str = "deleted/",
                     mapper: KeyMapper | None = None, concurrency: int = 16,
                     public_url: str | None = None, on_gap: str = "fail",
+                    resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                     log: Log | None = None) -> Checkpoint:
     """Apply the Source's changes after ``checkpoint`` to ``destination``.
 
@@ -83,6 +86,10 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
         :func:`~.baseline.run_baseline` into the destination instead (removing what the Source
         no longer lists, unless ``deletes`` is ``"keep"`` or ``"move"``) and return its
         checkpoint.
+    :param resource_list_max_age: the mirror's own Resource List (14.8) is rewritten once the
+        oldest run whose changes it lacks is this old (a day by default), for its Destinations
+        that read no Change List; None: only once those changes pass a tenth of it (see
+        :class:`~..storage.source.writer.SourceWriter`).
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
         earliest of them, and re-running converges unless its ``rerun_helps`` is False (its
@@ -97,7 +104,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     ConfigurationError.unless_one_of("on_gap", on_gap, ON_GAP)
     try:
         return _changes_since(client, destination, capability_list_url, checkpoint, method,
-                              deletes, move_to, mapper, concurrency, public_url, log)
+                              deletes, move_to, mapper, concurrency, public_url,
+                              resource_list_max_age, log)
     except ChangeGapError as gap:
         if on_gap == "fail":
             raise
@@ -111,7 +119,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
 def _changes_since(client: ResourceSyncClient, destination: Destination,
                    capability_list_url: str, checkpoint: Checkpoint, method: str, deletes: str,
                    move_to: str, mapper: KeyMapper | None, concurrency: int,
-                   public_url: str | None, log: Log) -> Checkpoint:
+                   public_url: str | None, resource_list_max_age: timedelta | None,
+                   log: Log) -> Checkpoint:
     """:func:`run_incremental`'s work, once its arguments are checked."""
     capabilities = capability_documents(client, capability_list_url)
     capability = choose_capability(METHODS[method], (Capability.CHANGE_LIST,
@@ -124,7 +133,8 @@ def _changes_since(client: ResourceSyncClient, destination: Destination,
     started = time.monotonic()
     log.info("Changes after %s from %s %s into %s", _where(checkpoint.position),
              capability.value, document, destination.url)
-    with MirrorState.load(destination, public_base_url=public_url) as state:
+    with MirrorState.load(destination, public_base_url=public_url,
+                          resource_list_max_age=resource_list_max_age) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), deletes,
                    move_to, concurrency, Tally(log, stats=dict.fromkeys(_STATS, 0)))
         if capability is Capability.CHANGE_LIST:

@@ -90,6 +90,10 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
     lambda: ResourceSyncBaselineOperator(task_id="b", destination="mirror"),
     lambda: ResourceSyncBaselineOperator(task_id="b", destination="/m", method="changelist"),
     lambda: ResourceSyncAuditOperator(task_id="a", destination="/m", on_mismatch="ignore"),
+    lambda: ResourceSyncIncrementalOperator(task_id="i", destination="/m",
+                                            resource_list_max_age=3600),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/", resource_list_max_age=-1),
 ])
 def test_wrong_arguments_fail_when_the_dag_is_parsed(make: Callable[[], object]) -> None:
     with pytest.raises(ConfigurationError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +53,9 @@ class Publishing:
         self.served = (self.bucket, ServedDirectory(web, out, "/pub/"))
         self.capability_list = web.url("/pub/capabilitylist.xml")
 
-    def run(self) -> Published:
-        done = publish(self.publication, walk_directory(self.root), datetime.now(UTC),
+    def run(self, when: datetime | None = None) -> Published:
+        """A run on the inventory of now (or of ``when``)."""
+        done = publish(self.publication, walk_directory(self.root), when or datetime.now(UTC),
                        LocalBucket(self.root))
         for directory in self.served:
             directory.refresh()
@@ -220,3 +221,32 @@ def test_a_late_joiner_baselines_from_a_resource_list_older_than_later_changes(
                                    checkpoint=joined)
         assert held(late) == publishing.bucket.files()
         assert followed.stats["fetched"] == 1  # only what came after the joiner's checkpoint
+
+
+@pytest.mark.parametrize("max_age", [None, timedelta(days=1), timedelta(hours=2)])
+def test_the_resource_list_lacks_no_change_older_than_its_age_bound(
+        tmp_path: Path, max_age: timedelta | None) -> None:
+    """A follower that reads the Resource List and no Change List (resync reads no Change List
+    Index) finds each change there once the oldest run it lacks is ``resource_list_max_age``
+    old (issue 26): hourly runs of one change to 300 objects never pass the size rule's tenth
+    within a day, so without a bound the list stays as the first run wrote it."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    for number in range(300):
+        write(root, f"docs/{number:03d}.txt", f"first {number}\n".encode())
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with SourceServer(max_lifetime=120) as web:
+        publishing = Publishing(web, root, out, resource_list_max_age=max_age)
+        publishing.run(start)
+        for hour in range(1, 27):
+            write(root, f"docs/{hour:03d}.txt", f"changed at hour {hour}\n".encode())
+            publishing.run(start + timedelta(hours=hour))
+            snapshot = read_document((out / "resourcelist.xml").read_bytes())
+            assert snapshot.head.md is not None and snapshot.head.md.at is not None
+            written = round((snapshot.head.md.at - start) / timedelta(hours=1))
+            if max_age is None:
+                assert written == 0
+            else:  # the oldest run it lacks is the one after it was written
+                oldest_lacked = timedelta(hours=hour - written - 1)
+                assert oldest_lacked < max_age, (hour, written)
+                assert written > 0 or timedelta(hours=hour - 1) < max_age
+    validate_all(out)

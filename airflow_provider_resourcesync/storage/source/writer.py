@@ -58,12 +58,16 @@ from .records import (
 from .shards import ShardIndex
 from .snapshot import Snapshot
 
-__all__ = ["SourceWriter"]
+__all__ = ["RESOURCE_LIST_MAX_AGE", "SourceWriter"]
 
 #: Compaction: the Resource List is rewritten once the records changed since it pass this share
 #: of it (docs/design.md, "The Source writer": 10 record writes per change, amortized, and a
 #: replay at most 10% longer than the snapshot for a Destination baselining from the writer).
 _COMPACT_AT = 0.1
+#: Staleness: the Resource List is also rewritten once the oldest save whose changes it lacks is
+#: this old (docs/design.md, "Late joiners"), so a follower that reads it and no Change List (a
+#: Destination that reads no Change List Index, as resync) lacks at most a day of changes.
+RESOURCE_LIST_MAX_AGE = timedelta(days=1)
 #: The least step between two saves' times: a Change List's name holds its save's time to it.
 _TICK = timedelta(microseconds=1)
 
@@ -91,13 +95,23 @@ class SourceWriter(ClosedOnExit):
         record's URI, its origin.
     :param clock: the writer's clock, which dates its changes and its saves (tests give their
         own; a publisher gives the time of its inventory).
+    :param resource_list_max_age: rewrite the Resource List at a save (a compaction) once the oldest
+        save whose changes it lacks is this old, besides when those changes pass a tenth of it;
+        None: the size rule alone. Each rewrite costs the whole collection, so a shorter age
+        costs more (``benchmarks/writer.py`` (b)).
+    :raises InvalidValueError: ``resource_list_max_age`` is negative.
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX, resources_url: str | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE) -> None:
         if location and not location.endswith("/"):
             raise InvalidValueError(f"documents location {location!r} must end with '/'")
+        if resource_list_max_age is not None and resource_list_max_age < timedelta(0):
+            raise InvalidValueError(f"the Resource List's age bound {resource_list_max_age} is "
+                                    "negative; give a duration, or None for no bound")
+        self._max_age = resource_list_max_age
         self.destination = destination
         self.location = location
         self._documents = Documents(destination, location, base_url(public_base_url)
@@ -249,7 +263,8 @@ class SourceWriter(ClosedOnExit):
         Destination go from its ``at`` to the first Change List with no gap.
 
         The Resource List is rewritten only at a compaction: when the records changed since it
-        pass a tenth of it (:data:`_COMPACT_AT`), when this run read every record anyway (a
+        pass a tenth of it (:data:`_COMPACT_AT`), when the oldest save whose changes it lacks
+        is ``resource_list_max_age`` old, when this run read every record anyway (a
         baseline, an audit), when the public URL changed, or when no Change List holds this
         run's changes (no ``checkpoint.json`` to go on from); otherwise it stays as it was, and
         it and the Change Lists after its ``at`` are the collection now.
@@ -310,7 +325,8 @@ class SourceWriter(ClosedOnExit):
         self._changelist = changelist
         # changes no Change List holds (no checkpoint.json to go on from) go in the snapshot
         if self._compact or self._full or (last is not None and not journal) or (
-                index.delta_records > _COMPACT_AT * index.snapshot_records):
+                index.delta_records > _COMPACT_AT * index.snapshot_records) or (
+                journal and self._stale(listed, now)):
             self._materialize()
             self._snapshot.write(now, self._store.rows())
             self._snapshot_at = now
@@ -367,6 +383,18 @@ class SourceWriter(ClosedOnExit):
         if last is not None and last.until is not None:
             return last.until
         return self._snapshot_at or self._snapshot.at()
+
+    def _stale(self, listed: list[Entry], now: datetime) -> bool:
+        """Whether the oldest save whose changes the Resource List lacks (of the lists in
+        ``listed``, else this one) is ``resource_list_max_age`` old at ``now``. A list's ``until``,
+        not its ``from``: after a quiet spell a list starts where the last one ended, long
+        before its first change."""
+        if self._max_age is None:
+            return False
+        at = self._snapshot_at or self._snapshot.at()
+        lacked = [entry.md.until for entry in listed if entry.md is not None
+                  and entry.md.until is not None and (at is None or entry.md.until > at)]
+        return now - min(lacked, default=now) >= self._max_age
 
     def series(self, capability: str, index: str, folder: str) -> Journal:
         """Another series of documents kept one per save as the journal is, in an index of

@@ -170,7 +170,7 @@ def test_a_run_that_asks_about_every_uri_reads_each_index_shard_once(tmp_path: P
     mirror_of(destination, 2_500)
     run(destination, range(0, 30, 2), 1, 1)  # 16 changes in the journal, after the snapshot
     recording = Recording(destination)
-    with MirrorState.load(recording) as state:
+    with MirrorState.load(recording, clock=lambda: T0 + timedelta(hours=2)) as state:
         found = {n: state.get(item(n).uri) for n in range(2_500)}
         state.put(item(2_499, 5))
         state.save(checkpoint={})
