@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from itertools import chain, islice
@@ -42,6 +42,7 @@ from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
 from ..storage.state import MirrorState
 from ..units import byte_size
+from .catch_up import TO_CATCH_UP, caught_up
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location
 from .log import Log
@@ -117,14 +118,15 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     with MirrorState.load(destination, public_base_url=public_url) as state:
         run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
                    concurrency, Tally(log), processes,
-                   change_list=capabilities.get(Capability.CHANGE_LIST) if shard is None
-                   else None)
+                   change_list=capabilities.get(Capability.CHANGE_LIST))
         if capability is Capability.RESOURCE_LIST:
             at = run.from_resource_list(document)
         else:
             at = run.from_resource_dump(document)
         if remove_missing:
             run.remove_unseen()
+        if shard is not None and run.later:  # caught up once the shards are combined
+            run.tally.stats[TO_CATCH_UP] = sum(map(shard.holds, run.later))
         checkpoint = _checkpoint(capability_list_url, document, destination, at, shard,
                                  run.tally.stats, log)
         kept = checkpoint.to_json() if not run.tally.stats["failed"] else None
@@ -139,28 +141,10 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
              byte_size(stats["bytes"]), stats["listed"] / elapsed if elapsed else 0.0,
              byte_size(stats["bytes"] / elapsed if elapsed else 0.0))
     run.tally.raise_if_failed(f"the baseline from {document}")
-    if not run.later:
+    if not run.later or shard is not None:  # a shard's: once the shards are combined
         return checkpoint
-    return _caught_up(client, destination, checkpoint, capability_list_url=capability_list_url,
-                      mapper=mapper, concurrency=concurrency, log=log)
-
-
-def _caught_up(client: ResourceSyncClient, destination: Destination, checkpoint: Checkpoint, *,
-               capability_list_url: str, mapper: KeyMapper | None, concurrency: int,
-               log: Log) -> Checkpoint:
-    """The changes after the baseline's listing applied from its Change Lists: the baseline's
-    checkpoint, standing after them, its stats counting what they fetched and removed."""
-    from .incremental import run_incremental  # the incremental engine baselines on a gap
-
-    log.info("Catching up with the changes after the listing's at")
-    caught = run_incremental(client, destination, capability_list_url=capability_list_url,
-                             checkpoint=checkpoint, method="changelist", mapper=mapper,
-                             concurrency=concurrency, log=log)
-    stats = dict(checkpoint.stats)
-    for name in ("fetched", "removed", "failed", "bytes"):
-        stats[name] = stats.get(name, 0) + caught.stats.get(name, 0)
-    stats["changed_after"] = caught.stats.get("resources", 0)
-    return replace(checkpoint, position=caught.position, stats=stats)
+    return caught_up(client, destination, checkpoint, mapper=mapper, concurrency=concurrency,
+                     log=log)
 
 
 def _checkpoint(source: str, document: str, destination: Destination, at: datetime | None,
@@ -196,7 +180,7 @@ class _Run:
     processes: int | None = None  # see run_baseline
     complete: bool = field(default=True)  # every listed resource was seen
     #: The Change List (or index) to read the changes after the listing's ``at`` from; None:
-    #: none offered, or a shard's run (its partition is combined first).
+    #: none offered.
     change_list: str | None = None
     #: The URIs (normal form) changed after the listing's ``at``: left to the catch-up.
     later: set[str] = field(default_factory=set)

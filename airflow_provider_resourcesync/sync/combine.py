@@ -2,17 +2,20 @@
 
 Shards run at once (dynamic task mapping), so none may write the mirror's state: each saves its
 complete view of its partition under :func:`shard_location`, and :func:`combine_shards`, run once
-they all succeeded, makes the mirror's state out of the views.
+they all succeeded, makes the mirror's state out of the views, then applies the changes made
+after the listing the shards read, which they left out (a late joiner's catch-up).
 """
 
 from __future__ import annotations
 
 import logging
 
+from ..client.sync_client import ResourceSyncClient
 from ..errors import ConfigurationError
 from ..storage.base import Destination
-from ..storage.keys import RESERVED_PREFIX
+from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from ..storage.state import MirrorState
+from .catch_up import TO_CATCH_UP, caught_up
 from .checkpoint import Checkpoint, combine
 from .log import Log
 from .shard import Shard
@@ -28,11 +31,19 @@ def shard_location(shard: Shard) -> str:
 
 
 def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
-                   log: Log | None = None) -> Checkpoint:
+                   client: ResourceSyncClient | None = None, mapper: KeyMapper | None = None,
+                   concurrency: int = 16, log: Log | None = None) -> Checkpoint:
     """The mirror's state from the views of the shards of one baseline, saved with their
-    combined checkpoint; the views are deleted then.
+    combined checkpoint; the views are deleted then. Where the shards' listing is older than
+    changes the Source's Change Lists offer, the shards left those resources out: they are
+    applied from the Change Lists now (with ``client``), and the checkpoint stands after them.
 
     :param checkpoints: what each shard returned, every shard once.
+    :param client: reads the changes to catch up with; None: the checkpoint stays at the
+        listing's ``at`` (its ``to_catch_up`` stat counts them) and the next incremental run
+        applies them.
+    :param mapper: URI -> key mapping, the shards' (the default layout if None).
+    :param concurrency: the most resources the catch-up has in progress at once.
     :raises ConfigurationError: shards missing, repeated, from different runs, or a view at the
         destination that is not the one its shard returned (another run's, or an unfinished one).
     """
@@ -66,4 +77,12 @@ def combine_shards(destination: Destination, checkpoints: list[Checkpoint], *,
     log.info("Combined %s shards of the baseline of %s : the mirror holds %s resources (%s "
              "dropped from its state); stats %s", len(checkpoints), combined.document, held,
              removed, combined.stats)
-    return combined
+    if not combined.stats.get(TO_CATCH_UP):
+        return combined
+    if client is None:
+        log.warning("%s resources changed after the listing the shards read: the next "
+                    "incremental run from this checkpoint applies them",
+                    combined.stats[TO_CATCH_UP])
+        return combined
+    return caught_up(client, destination, combined, mapper=mapper, concurrency=concurrency,
+                     log=log)

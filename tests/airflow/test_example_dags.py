@@ -151,6 +151,30 @@ def test_the_sharded_baseline_maps_over_shards_combines_and_audits_clean(
     assert asset_event_uris(run) == [mirror.as_uri()]
 
 
+def test_a_sharded_baseline_of_an_older_listing_catches_up_in_its_combine_task(
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Source's Resource List is older than changes its Change List offers: the shards
+    leave those resources out, and the combine task applies the changes (issue 26)."""
+    server = source.server
+    path = urlsplit(source.resource_list_url).path
+    listing = server.get_body(path)
+    source.update("item-01.txt", b"item 1, changed and longer\n")
+    source.delete("item-02.txt")
+    source.create("item-new.txt", b"new\n")
+    source.publish()
+    server.put(path, listing, "application/xml")
+    mirror = tmp_path / "sharded"
+    monkeypatch.setenv("RESOURCESYNC_SHARDED_DESTINATION", mirror.as_uri())
+    run = run_example("sharded_baseline")
+    assert states(run) == {"baseline[0]": "success", "baseline[1]": "success",
+                           "baseline[2]": "success", "combine": "success", "audit": "success"}
+    assert sum(Checkpoint.from_json(xcom(run, "baseline", index)).stats.get("to_catch_up", 0)
+               for index in range(3)) == 3
+    assert Checkpoint.from_json(xcom(run, "combine")).stats["changed_after"] == 3
+    assert xcom(run, "audit")["clean"] is True
+    assert_mirrors(source, mirror)
+
+
 def test_the_demo_mirrors_its_sample_source_in_a_real_run(tmp_path: Path) -> None:
     result = run_demo(tmp_path / "demo", resources=12)
     assert result.succeeded, result.render()

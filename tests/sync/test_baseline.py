@@ -33,6 +33,7 @@ from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import combine_shards, run_baseline
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.combine import shard_location
+from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
@@ -256,6 +257,53 @@ def test_sharded_baselines_combine_into_the_mirror(
     assert {name: again.stats[name] for name in ("fetched", "unchanged", "removed")} == {
         "fetched": 1, "unchanged": 18, "removed": 1}
     assert audit_is_clean(client, local, source)
+
+
+def older_listing(server: SourceServer, source: ResourceSyncSource) -> None:
+    """The Source's changes published in its Change List while its Resource List stays as it
+    was before them (a Source that rewrites it only now and then: updated, deleted and created
+    resources described as they were, or not at all)."""
+    listing = server.get_body("/dataset1/resourcelist.xml")
+    source.update("r01.txt", b"one, changed and longer than before")
+    source.delete("r02.txt")
+    source.create("new.txt", b"new after the listing")
+    source.publish()
+    server.put("/dataset1/resourcelist.xml", listing, "application/xml")
+
+
+def test_sharded_baselines_of_an_older_listing_catch_up_once_combined(
+        client: ResourceSyncClient, local: LocalDestination, server: SourceServer,
+        source: ResourceSyncSource) -> None:
+    """The shards leave out what changed after the listing (before, each refused an updated
+    resource for its length and 404'd on a deleted one, at every re-run); combining them then
+    applies those changes from the Change Lists, and the checkpoint stands after them
+    (issue 26)."""
+    older_listing(server, source)
+    checkpoints = [baseline(client, local, source, shard=Shard(index, 3)) for index in range(3)]
+    assert all(checkpoint.stats["failed"] == 0 for checkpoint in checkpoints)
+    assert sum(checkpoint.stats.get("to_catch_up", 0) for checkpoint in checkpoints) == 3
+    combined = combine_shards(local, checkpoints, client=client)
+    assert held(local) == source.state()
+    assert combined.stats["changed_after"] == 3 and "to_catch_up" not in combined.stats
+    assert combined.position != ChangePosition.at(combined.at)  # after the changes
+    with MirrorState.load(local) as state:  # the catch-up's, standing where the combined does
+        saved = state.checkpoint()
+        assert saved is not None and Checkpoint.from_json(saved).position == combined.position
+    assert audit_is_clean(client, local, source)
+
+
+def test_shards_combined_with_no_client_leave_the_catch_up_to_the_next_incremental_run(
+        client: ResourceSyncClient, local: LocalDestination, server: SourceServer,
+        source: ResourceSyncSource, caplog: pytest.LogCaptureFixture) -> None:
+    older_listing(server, source)
+    combined = combine_shards(local, [baseline(client, local, source, shard=Shard(index, 2))
+                                      for index in range(2)])
+    assert combined.stats["to_catch_up"] == 3
+    assert combined.position == ChangePosition.at(combined.at)
+    assert "3 resources changed after the listing the shards read" in caplog.text
+    run_incremental(client, local, capability_list_url=source.capability_list_url,
+                    checkpoint=combined)
+    assert held(local) == source.state()
 
 
 # -- a hostile Source ----------------------------------------------------------------------------
