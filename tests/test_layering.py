@@ -1,11 +1,12 @@
 """DESIGN.md's one rule: imports point down, and nothing below the Airflow shell imports airflow.
 
-``protocol`` <- ``client``, ``storage`` <- ``sync``, ``publish`` <- the shell (hooks, operators,
-sensors, triggers). ``errors`` is a leaf every layer may use; ``workdirs`` (work folders of one
-process) a leaf the layers doing I/O may use, itself using ``errors`` only; ``units`` (amounts
-as log lines show them) a leaf of no imports that the engines (sync, publish) may use; ``cores``
-(the cores a process may use, and those idle) a leaf of no imports for client and sync.
-"""
+``protocol`` <- ``client``, ``storage`` <- ``writer`` (the Source writer) <- ``sync``,
+``publish`` <- the shell (hooks, operators, sensors, triggers); what is above the writer uses
+its face (``airflow_provider_resourcesync.writer``), never a module of it. ``errors`` is a leaf
+every layer may use; ``workdirs`` (work folders of one process) a leaf the layers doing I/O may
+use, itself using ``errors`` only; ``units`` (amounts as log lines show them) a leaf of no
+imports that the engines (sync, publish) may use; ``cores`` (the cores a process may use, and
+those idle) a leaf of no imports for client and sync."""
 
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ ALLOWED = {
     "protocol": {"protocol", "errors"},
     "client": {"protocol", "client", "errors", "workdirs", "cores"},
     "storage": {"protocol", "storage", "errors", "workdirs"},
-    "sync": {"protocol", "client", "storage", "sync", "errors", "workdirs", "units", "cores"},
-    "publish": {"protocol", "client", "storage", "publish", "errors", "workdirs", "units"},
+    "writer": {"protocol", "storage", "writer", "errors", "workdirs"},
+    "sync": {"protocol", "client", "storage", "writer", "sync", "errors", "workdirs", "units",
+             "cores"},
+    "publish": {"protocol", "client", "storage", "writer", "publish", "errors", "workdirs",
+                "units"},
     "testing": {"protocol", "testing", "errors"},
     "workdirs": {"errors"},
     "units": set(),
@@ -32,6 +36,7 @@ FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     "client": {"airflow", "boto3", "botocore", "smart_open"},
     "storage": {"airflow", "httpx"},
+    "writer": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     "sync": {"airflow"},
     "publish": {"airflow"},
     "testing": {"airflow", "httpx", "boto3"},
@@ -78,6 +83,21 @@ def _package_parts(path: Path) -> list[str]:
 
 def test_the_package_keeps_the_layering_rule() -> None:
     assert violations(Path(airflow_provider_resourcesync.__file__).parent) == []
+
+
+def behind_the_face(package_dir: Path, layer: str) -> list[str]:
+    """Every import of a module inside ``layer`` from outside it, as ``file:line: import``."""
+    inside = f"{PACKAGE}.{layer}."
+    return [f"{path.relative_to(package_dir)}:{line}: {module}"
+            for path in sorted(package_dir.rglob("*.py"))
+            if path.parent != package_dir / layer
+            for line, module in _imports(path) if module.startswith(inside)]
+
+
+def test_the_writer_is_used_through_its_face() -> None:
+    """The Source writer is a layer of its own (issue 26): the engines and the shell import
+    ``writer``, never ``writer.source_writer`` or ``writer.records``."""
+    assert behind_the_face(Path(airflow_provider_resourcesync.__file__).parent, "writer") == []
 
 
 def test_the_check_catches_upward_and_airflow_imports(tmp_path: Path) -> None:

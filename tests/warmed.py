@@ -9,11 +9,11 @@ import httpx  # noqa: F401
 import lxml.etree  # noqa: F401
 
 import tests.publish.test_killed_publish
-import tests.storage.source.test_costs
-import tests.storage.source.test_killed_compaction
-import tests.storage.source.test_killed_incremental
-import tests.storage.source.test_shards
-import tests.sync.test_killed_save  # noqa: F401
+import tests.sync.test_killed_save
+import tests.writer.test_costs
+import tests.writer.test_killed_compaction
+import tests.writer.test_killed_incremental
+import tests.writer.test_shards  # noqa: F401
 
 # The default session keeps the models it loaded: a child's client is made in milliseconds.
 _s3 = boto3.client("s3", aws_access_key_id="test", aws_secret_access_key="test",

@@ -21,13 +21,13 @@ from ..shell import (
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.keys import KeyMapper
-from ..storage.state import check_well_known
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.catch_up import TO_CATCH_UP
 from ..sync.checkpoint import Checkpoint
 from ..sync.processes import check_processes
 from ..sync.shard import Shard
 from ..units import counted
+from ..writer import check_well_known
 
 __all__ = ["ResourceSyncBaselineOperator", "ResourceSyncCombineShardsOperator"]
 

@@ -24,10 +24,9 @@ from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
-from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
-from ..storage.state import check_well_known, saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..sync.incremental import DELETES, METHODS, ON_GAP, run_incremental
+from ..writer import RESOURCE_LIST_MAX_AGE, check_well_known, saved_checkpoint
 
 __all__ = ["ResourceSyncIncrementalOperator"]
 

@@ -23,11 +23,9 @@ from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.keys import RESERVED_PREFIX
-from ..storage.source.checkpoint import saved_checkpoint
-from ..storage.source.documents import CHECKPOINT
-from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
+from ..writer import RESOURCE_LIST_MAX_AGE, saved_checkpoint
 
 __all__ = ["ResourceSyncPublishOperator"]
 
@@ -97,7 +95,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     def execute(self, context: Context) -> dict[str, Any]:
         with says_what_next(self.log):
             destination = destination_from_url(self.publish_to, aws_conn_id=self.aws_conn_id)
-            saved = saved_checkpoint(destination, CHECKPOINT.removeprefix(RESERVED_PREFIX))
+            saved = saved_checkpoint(destination, location="")
             self._compare_previous(context, saved)
             listed = inventory_of(self.source, self.inventory, self.publish_to,
                                   aws_conn_id=self.aws_conn_id)

@@ -112,3 +112,23 @@ def format_datetime(value: datetime) -> str:
     if utc.microsecond:
         text += f".{utc.microsecond:06d}".rstrip("0")
     return text + "Z"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(value: datetime | None, what: str = "lastmod") -> int | None:
+    """Microseconds since the epoch: exact, and ordered as the instants are.
+
+    :raises InvalidValueError: ``value`` has no time zone (``what`` names it).
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidValueError(f"{what} {value!r} has no time zone")
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def as_datetime(value: int | None) -> datetime | None:
+    """The instant of :func:`micros`."""
+    return None if value is None else _EPOCH + timedelta(microseconds=value)

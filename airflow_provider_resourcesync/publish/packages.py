@@ -35,8 +35,7 @@ from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
 from ..storage.base import Destination, ObjectInfo
-from ..storage.source.documents import XML
-from ..storage.source.journal import stamp_at
+from ..writer import XML, stamp_at
 from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",

@@ -26,11 +26,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..protocol.closing import ClosedOnExit
-from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.datetimes import format_datetime, micros, parse_datetime
 from ..protocol.model import Change
 from ..storage.base import Destination
 from ..storage.scratch import scratch_database
-from ..storage.source.records import micros
 from .lines import read_lines, write_lines
 from .packages import Planned
 

@@ -14,11 +14,10 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.datetimes import as_datetime, format_datetime, micros, parse_datetime
 from ..storage.base import Destination
 from ..storage.scratch import scratch_database
-from ..storage.source.held import Held
-from ..storage.source.records import as_datetime, micros
+from ..writer import ObjectRecord
 from .inventory.entries import SEPARATOR
 from .inventory.objects import InventoryObject
 from .inventory.order import Ordered
@@ -76,7 +75,7 @@ def read_published(destination: Destination, key: str, unknown: Iterable[str] = 
         yield replace(item, etag="") if item.key in blank else item
 
 
-def rebuilt(records: Iterable[Held]) -> Iterator[InventoryObject]:
+def rebuilt(records: Iterable[ObjectRecord]) -> Iterator[InventoryObject]:
     """The objects as a publication's own documents describe them (``records``, the Source
     writer's), in key order, with no ETag: for a run whose objects record is gone, which then
     finds every object still there changed, and publishes it again (no change is lost)."""

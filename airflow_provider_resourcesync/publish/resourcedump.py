@@ -29,10 +29,8 @@ from ..protocol.reader import DocumentReader
 from ..protocol.writer import document_bytes
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
-from ..storage.source.documents import CAPABILITY_LIST, XML
-from ..storage.source.journal import stamp_at
-from ..storage.source.writer import SourceWriter
 from ..units import byte_size
+from ..writer import CAPABILITY_LIST, XML, SourceWriter, stamp_at
 from .bucket import Bucket
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, fits_a_package, package_entry, staged_package

@@ -2,7 +2,7 @@
 
 A run diffs an inventory against the objects as last published (:mod:`.published`), plans its
 changes (:mod:`.plan`), and carries the plan out through the Source writer
-(:class:`~..storage.source.writer.SourceWriter`): the first run publishes a Resource List of
+(:class:`~..writer.source_writer.SourceWriter`): the first run publishes a Resource List of
 every object; each later one Change Dump packages of its changes (:mod:`.packages`), a Change
 Dump listing them (13.1) in the Change Dump Index, and a Change List of the same changes (12.1).
 With :attr:`Publication.resource_dump`, each Resource List (the first run, and compactions) gets
@@ -33,12 +33,17 @@ from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Metadata
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, normalized, quoted_key
-from ..storage.source.checkpoint import saved_checkpoint
-from ..storage.source.documents import CAPABILITY_LIST, CHECKPOINT, base_url
-from ..storage.source.held import Held
-from ..storage.source.journal import stamp_at
-from ..storage.source.writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 from ..units import byte_size
+from ..writer import (
+    CAPABILITY_LIST,
+    RESOURCE_LIST_MAX_AGE,
+    ObjectRecord,
+    SourceWriter,
+    base_url,
+    checkpoint_key,
+    saved_checkpoint,
+    stamp_at,
+)
 from .bucket import Bucket
 from .diff import Change as Diffed
 from .diff import changes
@@ -74,7 +79,7 @@ class Publication:
     :param algorithms: the hashes of each bitstream (``md5``, ``sha-256``).
     :param resource_dump: also publish a Resource Dump (11.1) of each Resource List's snapshot.
     :param resource_list_max_age: the Resource List is rewritten once the oldest run whose
-        changes it lacks is this old (see :class:`~..storage.source.writer.SourceWriter`), and
+        changes it lacks is this old (see :class:`~..writer.source_writer.SourceWriter`), and
         with it the Resource Dump; None: only once those changes pass a tenth of it.
     """
 
@@ -271,8 +276,9 @@ def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry])
         if entry.change is Change.DELETED:
             writer.remove(entry.loc, when=md.datetime)
         else:
-            writer.put(Held(entry.loc, keys[entry.loc], md.length or 0, md.hash or Hashes(()),
-                            entry.lastmod, md.type), when=md.datetime)
+            writer.put(ObjectRecord(entry.loc, keys[entry.loc], md.length or 0,
+                                    md.hash or Hashes(()), entry.lastmod, md.type),
+                       when=md.datetime)
 
 
 def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, left: list[str],
@@ -302,12 +308,12 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
     return beside
 
 
-def _described(change: Planned) -> Held:
+def _described(change: Planned) -> ObjectRecord:
     """A first run's object, described by the inventory (its ETag is its MD5 where it is
     one: an object S3 stored in one part, unencrypted or SSE-S3)."""
     etag = change.etag.lower()
     hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
-    return Held(change.uri, change.key, change.size, hashes, change.when,
+    return ObjectRecord(change.uri, change.key, change.size, hashes, change.when,
                 mimetypes.guess_type(change.key)[0])
 
 
@@ -338,7 +344,7 @@ def _published_before(publication: Publication, saved: _Saved | None,
     log(f"the objects record {saved.objects} is gone: rebuilding it from the publication's "
         "Resource List and Change Lists; every object still there is published again")
 
-    def records() -> Iterator[Held]:
+    def records() -> Iterator[ObjectRecord]:
         with SourceWriter.load(destination, location=publication.location,
                                public_base_url=publication.publish_url,
                                resources_url=publication.base_url) as writer:
@@ -348,9 +354,9 @@ def _published_before(publication: Publication, saved: _Saved | None,
 
 
 def _load_saved(publication: Publication) -> _Saved | None:
-    key = _key(publication, CHECKPOINT)
     destination = publication.destination
-    return _Saved.of(saved_checkpoint(destination, key), destination.object_url(key))
+    return _Saved.of(saved_checkpoint(destination, publication.location),
+                     destination.object_url(checkpoint_key(publication.location)))
 
 
 def _checkpoint(time: datetime, objects: str, left: list[str]) -> dict[str, Any]:

@@ -24,13 +24,13 @@ from ..protocol.position import ChangePosition
 from ..shell import capability_list_of
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
-from ..storage.state import saved_checkpoint
 from ..sync.checkpoint import Checkpoint
 from ..triggers.changelist import (
     ResourceSyncChangeListTrigger,
     ResourceSyncClosedChangeListTrigger,
     check_intervals,
 )
+from ..writer import saved_checkpoint
 
 __all__ = ["ResourceSyncChangeListSensor", "ResourceSyncClosedChangeListSensor"]
 

@@ -11,8 +11,8 @@ from ..errors import ConfigurationError
 from ..hooks.destination import destination_asset_uri
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.base import Destination
-from ..storage.state import WELL_KNOWN, publish_well_known
 from ..sync.log import Log
+from ..writer import WELL_KNOWN, publish_well_known
 
 __all__ = [
     "capability_list_of",

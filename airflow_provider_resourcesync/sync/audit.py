@@ -28,7 +28,7 @@ from ..protocol.model import Capability, Change, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination, ObjectInfo
 from ..storage.keys import KeyMapper, normalized
-from ..storage.state import WELL_KNOWN, MirrorState
+from ..writer import WELL_KNOWN, MirrorState
 from .compare import Expected, agrees, identity
 from .expectation import Expectations
 from .log import Log

@@ -40,8 +40,8 @@ from ..protocol.position import ChangePosition
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
-from ..storage.state import MirrorState
 from ..units import byte_size
+from ..writer import MirrorState
 from .catch_up import TO_CATCH_UP, caught_up
 from .checkpoint import Checkpoint
 from .combine import combine_shards, shard_location

@@ -14,7 +14,7 @@ from ..client.sync_client import ResourceSyncClient
 from ..errors import ConfigurationError
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
-from ..storage.state import MirrorState
+from ..writer import MirrorState
 from .catch_up import TO_CATCH_UP, caught_up
 from .checkpoint import Checkpoint, combine
 from .log import Log

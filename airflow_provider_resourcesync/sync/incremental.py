@@ -34,9 +34,8 @@ from ..protocol.position import ChangeListRef, ChangePosition, Reading
 from ..protocol.position import changes_after as changes_in_list
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
-from ..storage.source.writer import RESOURCE_LIST_MAX_AGE
-from ..storage.state import MirrorState
 from ..units import counted
+from ..writer import RESOURCE_LIST_MAX_AGE, MirrorState
 from .baseline import run_baseline
 from .checkpoint import Checkpoint
 from .coalesce import Coalesced, Winner, coalesce
@@ -89,7 +88,7 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     :param resource_list_max_age: the mirror's own Resource List (14.8) is rewritten once the
         oldest run whose changes it lacks is this old (a day by default), for its Destinations
         that read no Change List; None: only once those changes pass a tenth of it (see
-        :class:`~..storage.source.writer.SourceWriter`).
+        :class:`~..writer.source_writer.SourceWriter`).
     :returns: the new checkpoint, also saved with the mirror's state.
     :raises SyncIncompleteError: some changes failed; the checkpoint saved stands before the
         earliest of them, and re-running converges unless its ``rerun_helps`` is False (its

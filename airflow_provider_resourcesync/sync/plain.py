@@ -23,7 +23,7 @@ from ..protocol.datetimes import ZONE_ASSUMED
 from ..protocol.hashes import Hashes, HashValue
 from ..protocol.model import Entry, Link, Metadata
 from ..protocol.position import ChangeListRef, ChangePosition
-from ..storage.state import ObjectRecord
+from ..writer import ObjectRecord
 from .tally import Outcome
 
 __all__ = ["entry_from_plain", "entry_plain", "from_plain", "outcome_from_plain", "outcome_plain",

@@ -38,7 +38,7 @@ from ..protocol.model import Entry
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper, normalized
 from ..storage.local import LocalDestination
-from ..storage.state import ObjectRecord
+from ..writer import ObjectRecord
 from .log import Log
 from .plain import (
     Plain,

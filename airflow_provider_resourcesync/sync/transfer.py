@@ -23,7 +23,7 @@ from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
 from ..storage.base import Destination, ObjectInfo
 from ..storage.keys import KeyMapper
-from ..storage.state import MirrorState, ObjectRecord
+from ..writer import MirrorState, ObjectRecord
 from .compare import Expected, agrees
 from .tally import Outcome
 

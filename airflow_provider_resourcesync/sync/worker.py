@@ -31,7 +31,7 @@ from typing import Any
 from ..client.sync_client import ResourceSyncClient
 from ..protocol.model import Entry
 from ..storage.local import LocalDestination
-from ..storage.state import ObjectRecord
+from ..writer import ObjectRecord
 from .plain import Plain, entry_from_plain
 from .pool import bounded_map
 from .processes import Job, outcome_message

@@ -14,10 +14,10 @@ import pytest
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import CHECKPOINT
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import CHECKPOINT
 
 from .runs import assert_mirrors, resource_bodies_sent, run_example, states, xcom
 

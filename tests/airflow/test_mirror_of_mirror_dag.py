@@ -22,11 +22,10 @@ from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncr
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from airflow_provider_resourcesync.storage.state import CAPABILITY_LIST, RESOURCE_LIST
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import CAPABILITY_LIST, RESOURCE_LIST, ShardIndex
 
 from ..sync.conftest import held
 from ..sync.test_republish import as_published, publish

@@ -41,14 +41,14 @@ from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeL
 from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import (
+from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.shard import Shard
+from airflow_provider_resourcesync.testing import ResourceSyncSource
+from airflow_provider_resourcesync.writer import (
     CAPABILITY_LIST,
     CHANGE_LIST_INDEX,
     RESOURCE_LIST,
 )
-from airflow_provider_resourcesync.sync.baseline import run_baseline
-from airflow_provider_resourcesync.sync.shard import Shard
-from airflow_provider_resourcesync.testing import ResourceSyncSource
 
 from .runs import run_dag, states
 

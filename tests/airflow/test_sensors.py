@@ -25,13 +25,13 @@ from airflow_provider_resourcesync.sensors.changelist import (
     ResourceSyncClosedChangeListSensor,
 )
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 from airflow_provider_resourcesync.triggers.changelist import (
     ResourceSyncChangeListTrigger,
     ResourceSyncClosedChangeListTrigger,
 )
+from airflow_provider_resourcesync.writer import MirrorState
 
 from .runs import run_dag, states, xcom
 

@@ -11,10 +11,10 @@ from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import CHANGE_LIST_INDEX
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import CHANGE_LIST_INDEX
 
 from ..sync.conftest import held
 from ..sync.test_republish import publish

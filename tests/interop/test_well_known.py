@@ -22,15 +22,15 @@ from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncr
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import (
-    DESCRIPTION,
-    WELL_KNOWN,
-    publish_well_known,
-)
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import (
+    DESCRIPTION,
+    WELL_KNOWN,
+    publish_well_known,
+)
 
 from ..sync.conftest import client_for
 from ..sync.test_republish import publish

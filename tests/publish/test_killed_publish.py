@@ -28,8 +28,8 @@ from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.killing import run_child
-from tests.storage.source.records import kill_before_write
 from tests.sync.conftest import client_for, held
+from tests.writer.records import kill_before_write
 
 from .test_publish_run import METHODS, validate_all, write
 

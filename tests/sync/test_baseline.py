@@ -28,7 +28,6 @@ from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import combine_shards, run_baseline
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
@@ -36,6 +35,7 @@ from airflow_provider_resourcesync.sync.combine import shard_location
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import MirrorState
 
 from .conftest import client_for, described, held, path_of, resource_gets
 

@@ -19,12 +19,12 @@ from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Entry, Link, Metadata
 from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import saved_checkpoint
 from airflow_provider_resourcesync.sync import coalesce as coalescing
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.coalesce import Coalesced, coalesce
 from airflow_provider_resourcesync.sync.plain import from_plain, to_plain
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import saved_checkpoint
 
 from .conftest import path_of, resource_gets
 from .test_baseline import baseline

@@ -11,9 +11,9 @@ from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import ChangeGapError, ConfigurationError
 from airflow_provider_resourcesync.protocol.datetimes import format_datetime
 from airflow_provider_resourcesync.storage.base import Destination
-from airflow_provider_resourcesync.storage.state import saved_checkpoint
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import saved_checkpoint
 
 from .conftest import INITIAL, held, path_of, resource_gets
 from .test_baseline import baseline

@@ -16,12 +16,12 @@ from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState, saved_checkpoint
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.shard import Shard
 from airflow_provider_resourcesync.testing import FakeClock, ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import MirrorState, saved_checkpoint
 
 from .conftest import INITIAL, held, path_of, resource_gets
 from .test_baseline import audit_is_clean, baseline

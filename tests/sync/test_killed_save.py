@@ -25,7 +25,7 @@ from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
 from ..killing import run_child
-from ..storage.source.records import kill_before_write, named, opened
+from ..writer.records import kill_before_write, named, opened
 from .conftest import client_for, held
 from .test_republish import as_published, publish
 
@@ -35,7 +35,7 @@ RESOURCES = {f"r{n}.txt": f"resource {n}\n".encode() for n in range(1, 7)}
 def killed_run(capability_list: str, where: str, checkpoint: str, kill_at: int,
                endpoint: str) -> None:
     """In a child: runs one incremental sync from ``checkpoint`` (in JSON, as XCom holds it) into
-    the destination ``where`` names (:func:`~tests.storage.source.records.opened`, on the S3
+    the destination ``where`` names (:func:`~tests.writer.records.opened`, on the S3
     server at ``endpoint``), and kills itself just before the ``kill_at``-th write of the
     mirror's own documents (its save)."""
     destination = opened(where, endpoint)

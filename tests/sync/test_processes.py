@@ -27,13 +27,13 @@ from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper, normalized
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.processes import jobs, shares, worker_count
 from airflow_provider_resourcesync.sync.shard import Shard, part_of
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import MirrorState
 
 from .conftest import INITIAL, client_for, held, path_of, resource_gets
 from .test_baseline import audit_is_clean

@@ -18,12 +18,12 @@ from airflow_provider_resourcesync.protocol.position import ChangeListRef, Chang
 from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.coalesce import coalesce
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import SourceServer
+from airflow_provider_resourcesync.writer import MirrorState, ObjectRecord
 
 from .conftest import described, held
 

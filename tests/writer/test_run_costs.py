@@ -15,13 +15,13 @@ from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination, Staged
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from airflow_provider_resourcesync.storage.state import (
+from airflow_provider_resourcesync.writer import (
     CHANGE_LIST_INDEX,
     CHECKPOINT,
     RESOURCE_LIST,
     MirrorState,
     ObjectRecord,
+    ShardIndex,
 )
 
 from .records import Counting

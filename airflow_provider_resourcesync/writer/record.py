@@ -13,19 +13,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...errors import InvalidValueError, shown
-from ...protocol.datetimes import format_datetime, parse_datetime
-from ...protocol.hashes import Hashes
-from ..base import ObjectInfo
+from ..errors import InvalidValueError, shown
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..protocol.hashes import Hashes
+from ..storage.base import ObjectInfo
 
-__all__ = ["Held", "held_from_row", "row_of"]
+__all__ = ["ObjectRecord", "record_from_row", "row_of"]
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
-    """A URI the writer holds: under which key, with which length, hashes, lastmod and type
-    (the mirror's state calls it ``ObjectRecord``: an object it holds and the origin's
-    description of it).
+class ObjectRecord:
+    """An object the collection holds: its URI (the origin's, for the mirror), the key it is
+    stored under, and its description: length, hashes, lastmod and type.
 
     :param uri: the URI in its normal form (callers normalize with ``storage.keys.normalized``:
         the index shards and compares URIs as given).
@@ -39,7 +38,7 @@ class Held:
     type: str | None = None
 
     @classmethod
-    def of(cls, key: str, info: ObjectInfo) -> Held:
+    def of(cls, key: str, info: ObjectInfo) -> ObjectRecord:
         return cls(info.uri, key, info.length, info.hashes, info.lastmod, info.type)
 
     @property
@@ -47,7 +46,7 @@ class Held:
         return ObjectInfo(self.uri, self.length, self.hashes, self.lastmod, self.type)
 
 
-def row_of(uri: str, held: Held | None) -> list[Any]:
+def row_of(uri: str, held: ObjectRecord | None) -> list[Any]:
     """The JSON row of ``held`` at ``uri``; ``[uri]`` for a removal (``held`` None)."""
     if held is None:
         return [uri]
@@ -55,7 +54,7 @@ def row_of(uri: str, held: Held | None) -> list[Any]:
     return [held.uri, held.key, held.length, str(held.hashes), lastmod, held.type]
 
 
-def held_from_row(row: Any) -> tuple[str, Held | None]:
+def record_from_row(row: Any) -> tuple[str, ObjectRecord | None]:
     """``(uri, record)`` from a JSON row; the record is None for a removal.
 
     :raises InvalidValueError: the row is not one :func:`row_of` writes (what is wrong is said).
@@ -69,5 +68,5 @@ def held_from_row(row: Any) -> tuple[str, Held | None]:
             and type(length) is int and length >= 0
             and isinstance(lastmod, str | None) and isinstance(kind, str | None)):
         raise InvalidValueError(f"the record of {shown(str(uri))} has a field of the wrong type")
-    return uri, Held(uri, key, length, Hashes.parse(hashes),
+    return uri, ObjectRecord(uri, key, length, Hashes.parse(hashes),
                      parse_datetime(lastmod) if lastmod is not None else None, kind)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import ShardIndex
+from airflow_provider_resourcesync.writer import ShardIndex
 
-from ...killing import report, run_child
+from ..killing import report, run_child
 from .records import PREFIX, Counting, changes, records
 
 
@@ -55,7 +55,7 @@ def rebuild(root: Path) -> None:
 def test_a_rebuild_of_200000_records_stays_under_50_mb(tmp_path: Path) -> None:
     """Peak resident memory, SQLite's included (in a process of its own, so that nothing else
     has raised it before: a forked child's peak starts at its resident size, not at the fork
-    server's peak). Held in memory, the 200,000 records take about 120 MB; their JSON rows
+    server's peak). ObjectRecord in memory, the 200,000 records take about 120 MB; their JSON rows
     grouped by shard in a dict of lists, about 50 MB (measured here)."""
     run = run_child(rebuild, tmp_path / "mirror")
     assert run.exitcode == 0, run.traceback

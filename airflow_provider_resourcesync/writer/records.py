@@ -12,16 +12,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ...errors import InvalidValueError
-from ...protocol.datetimes import format_datetime
-from ...protocol.hashes import Hashes
-from ..scratch import scratch_database
-from .held import Held
+from ..protocol.datetimes import as_datetime, format_datetime, micros
+from ..protocol.hashes import Hashes
+from ..storage.scratch import scratch_database
+from .record import ObjectRecord
 
-__all__ = ["COLUMNS", "ObjectRecord", "RecordStore", "as_datetime", "micros", "record_of"]
+__all__ = ["COLUMNS", "RecordStore", "record_of"]
 
 #: Writes per SQLite transaction (see ``RecordStore._transaction``).
 _COMMIT_EVERY = 10_000
@@ -32,7 +30,6 @@ _SEEN_BATCH = 1_000
 #: behind the lock (about 5 ms per resource with 16 threads).
 _PUT_BATCH = 256
 _BATCH = 5_000
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 _SCHEMA = """
 CREATE TABLE records (
@@ -72,25 +69,6 @@ _CHANGES = (
     "WHERE (at, uri) > (?, ?) ORDER BY 1, 2 LIMIT ?")
 
 
-#: One object the mirror holds: the origin's URI, its key, and the origin's description.
-ObjectRecord = Held
-
-
-def micros(value: datetime | None, what: str = "lastmod") -> int | None:
-    """Microseconds since the epoch: exact, and ordered as the instants are.
-
-    :raises InvalidValueError: ``value`` has no time zone (``what`` names it).
-    """
-    if value is None:
-        return None
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidValueError(f"{what} {value!r} has no time zone")
-    return (value - _EPOCH) // timedelta(microseconds=1)
-
-
-def as_datetime(value: int | None) -> datetime | None:
-    """The instant of :func:`micros`."""
-    return None if value is None else _EPOCH + timedelta(microseconds=value)
 
 
 def record_of(row: Sequence[Any]) -> ObjectRecord:

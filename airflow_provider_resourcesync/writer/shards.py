@@ -23,8 +23,8 @@ call parses 1,000 rows in half the time of a call per line (1.3 against 2.7 ms, 
 and SQLite's ``json_each`` stores its rows without a Python object per row.
 Gzip'd: the URIs, keys and hashes of a shard share long prefixes, which gzip stores once; 1,000
 records with an MD5 each are 34 KB instead of 192 KB, and decompressing them costs 0.4 ms, less
-than moving the difference to S3 and back. Rows become :class:`Held` records only when a lookup
-returns them.
+than moving the difference to S3 and back. Rows become :class:`ObjectRecord` records only when a
+lookup returns them.
 
 Costs: each shard is read at most once while the index is open (a run): read, its rows go into
 a scratch SQLite database (:mod:`..scratch`; memory stays flat), which answers every later lookup
@@ -60,11 +60,11 @@ from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
-from ...errors import ConfigurationError, DocumentError, InvalidValueError, shown
-from ...protocol.closing import ClosedOnExit
-from ..base import Destination
-from ..scratch import scratch_database
-from .held import Held, held_from_row, row_of
+from ..errors import ConfigurationError, DocumentError, InvalidValueError, shown
+from ..protocol.closing import ClosedOnExit
+from ..storage.base import Destination
+from ..storage.scratch import scratch_database
+from .record import ObjectRecord, record_from_row, row_of
 
 __all__ = ["MANIFEST", "RECORDS_PER_SHARD", "ShardIndex", "shard_count", "shard_of"]
 
@@ -188,8 +188,8 @@ def _by_shard(rows: Iterable[tuple[int, str, str]], shards: int) -> Iterator[lis
     yield from ([] for _ in range(shard + 1, shards))
 
 
-def _batches(changes: Iterable[tuple[str, Held | None]]
-             ) -> Iterator[list[tuple[str, Held | None]]]:
+def _batches(changes: Iterable[tuple[str, ObjectRecord | None]]
+             ) -> Iterator[list[tuple[str, ObjectRecord | None]]]:
     iterator = iter(changes)
     while batch := list(islice(iterator, _BATCH)):
         yield batch
@@ -234,8 +234,8 @@ class ShardIndex(ClosedOnExit):
         return index
 
     @classmethod
-    def build(cls, destination: Destination, prefix: str, records: Iterable[Held], stamp: str
-              ) -> ShardIndex:
+    def build(cls, destination: Destination, prefix: str, records: Iterable[ObjectRecord],
+              stamp: str) -> ShardIndex:
         """A new index of ``records`` in place of whatever is at ``prefix``, read or not (the
         way out when :meth:`open` finds it unreadable); see :meth:`rebuild`."""
         index = cls(destination, prefix, None)
@@ -266,7 +266,7 @@ class ShardIndex(ClosedOnExit):
 
     # -- reading ---------------------------------------------------------------------------------
 
-    def lookup(self, uris: Iterable[str]) -> dict[str, Held | None]:
+    def lookup(self, uris: Iterable[str]) -> dict[str, ObjectRecord | None]:
         """What the index holds for each of ``uris`` (None: not held, or removed).
 
         :raises DocumentError: a shard cannot be read (it names the key).
@@ -274,7 +274,7 @@ class ShardIndex(ClosedOnExit):
         manifest = self._manifest
         if manifest is None:
             return dict.fromkeys(uris)
-        found: dict[str, Held | None] = {}
+        found: dict[str, ObjectRecord | None] = {}
         for uri in uris:
             shard = shard_of(uri, manifest.shards)
             self._shard(manifest, _DELTA, shard)
@@ -283,7 +283,7 @@ class ShardIndex(ClosedOnExit):
                 self._shard(manifest, _SNAPSHOT, shard)
                 layer, row = _SNAPSHOT, self._row(_SNAPSHOT, uri)
             try:
-                found[uri] = held_from_row(json.loads(row))[1] if row is not None else None
+                found[uri] = record_from_row(json.loads(row))[1] if row is not None else None
             except ValueError as exc:
                 raise self._unreadable(self._key(layer, manifest.generation, shard),
                                        f"{layer} shard", exc) from exc
@@ -333,7 +333,7 @@ class ShardIndex(ClosedOnExit):
 
     # -- writing ---------------------------------------------------------------------------------
 
-    def apply(self, changes: Iterable[tuple[str, Held | None]], stamp: str) -> None:
+    def apply(self, changes: Iterable[tuple[str, ObjectRecord | None]], stamp: str) -> None:
         """Fold ``changes`` (``(uri, record)``, None for a removal; the last for a URI wins) into
         the delta shards they fall in, each written once, then write the manifest with
         ``stamp``, the name of the last journal Change List they come from. Applying the same
@@ -376,7 +376,7 @@ class ShardIndex(ClosedOnExit):
             held += len(texts) - committed[shard]
         self._commit(replace(manifest, stamp=stamp, delta_records=manifest.delta_records + held))
 
-    def rebuild(self, records: Iterable[Held], stamp: str) -> None:
+    def rebuild(self, records: Iterable[ObjectRecord], stamp: str) -> None:
         """Compaction: :meth:`rebuild_rows` of ``records``."""
         self.rebuild_rows((row_of(record.uri, record) for record in records), stamp)
 

@@ -14,10 +14,9 @@ import pytest
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from airflow_provider_resourcesync.storage.state import CHANGE_LIST_INDEX, RESOURCE_LIST
+from airflow_provider_resourcesync.writer import CHANGE_LIST_INDEX, RESOURCE_LIST, ShardIndex
 
-from ...killing import run_child
+from ..killing import run_child
 from .records import kill_before_write
 from .test_run_costs import collection, expected, item, mirror_of, run
 

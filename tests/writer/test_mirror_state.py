@@ -24,8 +24,7 @@ from airflow_provider_resourcesync.protocol.validate import has_errors, validate
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import journal as journal_module
-from airflow_provider_resourcesync.storage.state import (
+from airflow_provider_resourcesync.writer import (
     CAPABILITY_LIST,
     CHANGE_LIST_INDEX,
     CHANGES,
@@ -36,6 +35,7 @@ from airflow_provider_resourcesync.storage.state import (
     ObjectRecord,
     saved_checkpoint,
 )
+from airflow_provider_resourcesync.writer import journal as journal_module
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
 T1 = T0 + timedelta(hours=1)
@@ -408,9 +408,9 @@ def test_records_held_back_for_batching_are_seen_by_every_read(local: LocalDesti
 
 _KILLED_RUN = """
 import os, signal, sys
-from tests.storage.test_state import record
+from tests.writer.test_mirror_state import record
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState
+from airflow_provider_resourcesync.writer import MirrorState
 
 state = MirrorState.load(LocalDestination(sys.argv[1]))
 for n in range(int(sys.argv[2])):

@@ -13,7 +13,7 @@ from airflow_provider_resourcesync.protocol.gap import first_after_gap
 from airflow_provider_resourcesync.protocol.position import ChangeListRef, ChangePosition
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
-from airflow_provider_resourcesync.storage.state import (
+from airflow_provider_resourcesync.writer import (
     CHANGE_LIST_INDEX,
     RESOURCE_LIST,
     MirrorState,

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
-from airflow_provider_resourcesync.storage.state import MirrorState
+from airflow_provider_resourcesync.writer import MirrorState
 
 from .test_killed_compaction import journal
 from .test_run_costs import T0, collection, expected, item, mirror_of

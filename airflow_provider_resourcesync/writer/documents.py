@@ -7,14 +7,14 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from urllib.parse import unquote, urlsplit
 
-from ...errors import DocumentError, InvalidValueError
-from ...protocol.hashes import DigestingWriter
-from ...protocol.model import Document, Entry, Head, Link
-from ...protocol.reader import DocumentReader
-from ...protocol.split import Output, write_split
-from ...protocol.writer import document_bytes
-from ..base import Destination, ObjectInfo
-from ..keys import RESERVED_PREFIX, quoted_key
+from ..errors import DocumentError, InvalidValueError
+from ..protocol.hashes import DigestingWriter
+from ..protocol.model import Document, Entry, Head, Link
+from ..protocol.reader import DocumentReader
+from ..protocol.split import Output, write_split
+from ..protocol.writer import document_bytes
+from ..storage.base import Destination, ObjectInfo
+from ..storage.keys import RESERVED_PREFIX, quoted_key
 
 __all__ = [
     "CAPABILITY_LIST",

@@ -16,10 +16,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import DocumentError, UnsafeContentError
-from ...protocol.hashes import Hashes
-from ...protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata, Root
-from ..keys import normalized
+from ..errors import DocumentError, UnsafeContentError
+from ..protocol.datetimes import as_datetime, micros
+from ..protocol.hashes import Hashes
+from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata, Root
+from ..storage.keys import normalized
 from .documents import (
     CAPABILITY_LIST,
     CHANGE_LIST_INDEX,
@@ -29,8 +30,7 @@ from .documents import (
     Documents,
     name_of,
 )
-from .held import Held
-from .records import as_datetime, micros
+from .record import ObjectRecord
 
 __all__ = ["Journal", "stamp_at"]
 
@@ -116,7 +116,8 @@ class Journal:
                 lists.setdefault(listed, []).append(self._change_key(entry.loc))
         return iter(lists.items())
 
-    def changes(self, keys: Iterable[str]) -> Iterator[tuple[str, Held | None, datetime | None]]:
+    def changes(self, keys: Iterable[str]
+                ) -> Iterator[tuple[str, ObjectRecord | None, datetime | None]]:
         """The changes the lists at ``keys`` make, in order: each URI (in its normal form), its
         record (None for a deletion) and when the mirror's copy changed. An origin with no
         normal form (credentials in it) is never mapped now, and passed over.
@@ -131,7 +132,7 @@ class Journal:
                         yield change
 
     def _change(self, entry: Entry, url: str
-                ) -> tuple[str, Held | None, datetime | None] | None:
+                ) -> tuple[str, ObjectRecord | None, datetime | None] | None:
         md = entry.md
         if md is None or md.change is None or (md.change != Change.DELETED and md.length is None):
             raise DocumentError(f"the entry for {entry.loc} lacks the change or length we "
@@ -146,7 +147,7 @@ class Journal:
             return uri, None, None
         assert md.length is not None
         modified = via.modified if via is not None else entry.lastmod
-        return uri, Held(uri, self._documents.key_of(entry, url), md.length,
+        return uri, ObjectRecord(uri, self._documents.key_of(entry, url), md.length,
                          Hashes.parse(str(md.hash or "")), modified, md.type), entry.lastmod
 
     def _change_key(self, url: str) -> str:

@@ -11,8 +11,7 @@ import pytest
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import Destination, Staged
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from airflow_provider_resourcesync.storage.state import CHANGES, MirrorState, ObjectRecord
+from airflow_provider_resourcesync.writer import CHANGES, MirrorState, ObjectRecord, ShardIndex
 
 INDEX = RESERVED_PREFIX + "index/"
 T0 = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)

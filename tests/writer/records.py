@@ -20,9 +20,9 @@ from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, 
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.storage.source import Held
+from airflow_provider_resourcesync.writer import ObjectRecord
 
-from ...killing import report
+from ..killing import report
 
 PREFIX = ".resourcesync/index/"
 _START = datetime(2024, 1, 1, tzinfo=UTC)
@@ -32,23 +32,23 @@ def uri(number: int) -> str:
     return f"https://example.org/collection/items/{number:07d}.xml"
 
 
-def record(number: int, version: int = 0) -> Held:
+def record(number: int, version: int = 0) -> ObjectRecord:
     """The record of item ``number``; another ``version`` has another length, hash and lastmod."""
     digest = hashlib.md5(f"{number}/{version}".encode()).hexdigest()
-    return Held(uri(number), f"https/example.org/collection/items/{number:07d}.xml",
+    return ObjectRecord(uri(number), f"https/example.org/collection/items/{number:07d}.xml",
                 1_000 + number + version, Hashes((HashValue("md5", digest),)),
                 _START + timedelta(seconds=number, minutes=version), "application/xml")
 
 
-def records(count: int) -> Iterator[Held]:
+def records(count: int) -> Iterator[ObjectRecord]:
     return (record(number) for number in range(count))
 
 
-def changes(size: int) -> list[tuple[str, Held | None]]:
+def changes(size: int) -> list[tuple[str, ObjectRecord | None]]:
     """Ten changes to an index of ``size`` records: seven updates, two removals, one create."""
     step = size // 10
     updated = [(uri(n), record(n, 1)) for n in range(step // 2, size, step)][:7]
-    removed: list[tuple[str, Held | None]] = [(uri(n), None) for n in (1, size - 2)]
+    removed: list[tuple[str, ObjectRecord | None]] = [(uri(n), None) for n in (1, size - 2)]
     return [*updated, *removed, (uri(size + 1), record(size + 1))]
 
 

@@ -28,12 +28,13 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
-from ...errors import DocumentError, InvalidValueError
-from ...protocol.closing import ClosedOnExit
-from ...protocol.hashes import Hashes
-from ...protocol.model import Change, Entry, Head, Link, Metadata
-from ..base import Destination
-from ..keys import RESERVED_PREFIX
+from ..errors import DocumentError, InvalidValueError
+from ..protocol.closing import ClosedOnExit
+from ..protocol.datetimes import as_datetime, micros
+from ..protocol.hashes import Hashes
+from ..protocol.model import Change, Entry, Head, Link, Metadata
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX
 from .checkpoint import SavedRecord
 from .documents import (
     CAPABILITY_LIST,
@@ -45,16 +46,9 @@ from .documents import (
     Documents,
     base_url,
 )
-from .held import Held
 from .journal import Journal, stamp_at
-from .records import (
-    ObjectRecord,
-    RecordStore,
-    as_datetime,
-    micros,
-    record_of,
-    stored_json_row,
-)
+from .record import ObjectRecord
+from .records import RecordStore, record_of, stored_json_row
 from .shards import ShardIndex
 from .snapshot import Snapshot
 
@@ -455,15 +449,15 @@ class SourceWriter(ClosedOnExit):
             index.apply(((uri, held) for uri, held, _ in self._journal.changes(keys)), stamp)
         return index
 
-    def _changed(self) -> Iterator[tuple[str, Held | None]]:
+    def _changed(self) -> Iterator[tuple[str, ObjectRecord | None]]:
         """This run's changes, as the lookup index takes them."""
         for _, uri, change, key, length, hash_, lastmod, type_, _ in self._store.changes():
-            yield uri, (None if change == Change.DELETED else Held(
+            yield uri, (None if change == Change.DELETED else ObjectRecord(
                 uri, key, length, Hashes.parse(hash_), as_datetime(lastmod), type_))
 
 
 
-def _stored_row(held: Held | None, stored: datetime | None) -> tuple[Any, ...] | None:
+def _stored_row(held: ObjectRecord | None, stored: datetime | None) -> tuple[Any, ...] | None:
     """The store's row of ``held``, whose copy changed at ``stored``; None for a removal."""
     if held is None:
         return None

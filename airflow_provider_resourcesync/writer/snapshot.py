@@ -23,12 +23,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...errors import DocumentError, UnsafeContentError
-from ...protocol.model import DocumentKind, Entry, Head, Link, Metadata
-from ..keys import RESERVED_PREFIX, normalized
+from ..errors import DocumentError, UnsafeContentError
+from ..protocol.datetimes import as_datetime, micros
+from ..protocol.model import DocumentKind, Entry, Head, Link, Metadata
+from ..storage.keys import RESERVED_PREFIX, normalized
 from .documents import CAPABILITY_LIST, KEY, NAMESPACE, RESOURCE_LIST, Documents, name_of
-from .held import Held
-from .records import as_datetime, micros, record_of
+from .record import ObjectRecord
+from .records import record_of
 
 __all__ = ["Snapshot", "stored_row"]
 
@@ -77,7 +78,7 @@ class Snapshot:
         with self._documents.reader(self._documents.key(RESOURCE_LIST)) as reader:
             return reader.head.md.at if reader.head.md is not None else None
 
-    def records(self) -> Iterator[Held]:
+    def records(self) -> Iterator[ObjectRecord]:
         """Every record, streamed (see :meth:`rows`)."""
         return (record_of(row) for row in self.rows() if row is not None)
 

@@ -22,15 +22,15 @@ from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.storage.source import Held, ShardIndex, shards
-from airflow_provider_resourcesync.storage.source.held import row_of
-from airflow_provider_resourcesync.storage.source.records import (
+from airflow_provider_resourcesync.writer import ObjectRecord, ShardIndex, shards
+from airflow_provider_resourcesync.writer.record import row_of
+from airflow_provider_resourcesync.writer.records import (
     RecordStore,
     record_of,
     stored_json_row,
 )
 
-from ...killing import run_child
+from ..killing import run_child
 from .records import PREFIX, changes, named, opened, record, records, uri
 
 MANIFEST = PREFIX + "manifest.json"
@@ -248,7 +248,7 @@ def test_a_compaction_writes_each_stored_row_as_its_record_would_be_written(
     """A compaction turns the run's stored rows into the index's JSON rows directly
     (``stored_json_row``): the same rows as through each row's record, times in any zone (to
     the microsecond), none, and hashes of any form the store holds."""
-    held = Held(uri(1), "k/1", 12, Hashes.parse(" ".join(tokens)), lastmod, kind)
+    held = ObjectRecord(uri(1), "k/1", 12, Hashes.parse(" ".join(tokens)), lastmod, kind)
     store = RecordStore()
     try:
         store.put(held, None)

@@ -1,22 +1,7 @@
-"""The mirror describes itself: its own ResourceSync documents under ``.resourcesync/``.
-
-At the destination, :class:`MirrorState` keeps
-
-- ``resourcelist.xml``: a Resource List of every object held (:mod:`.source.snapshot`);
-- ``changes/<UTC timestamp>.xml``: a Change List per save that found the mirror changed (every
-  save but the first), from the save before, and ``changelist.xml``, the Change List Index over
-  them that the Capability List points to (:mod:`.source.journal`);
-- ``capabilitylist.xml`` and ``description.xml``: the Capability List (9) and Source
-  Description (8) that make the mirror a Source others can sync from; a copy of the Source
-  Description at ``.well-known/resourcesync`` if asked (:func:`publish_well_known`);
-- ``checkpoint.json``: the last checkpoint, written last (:mod:`.source.checkpoint`);
-- ``index/``: the lookup index (:mod:`.source.shards`), derived from the documents: brought up
-  to date on load by replaying the Change Lists listed after its stamp (built from the Resource
-  List first for a mirror that has none), folded into on every save, rebuilt with the Resource
-  List.
-
-During a run, what the run changed (or, for a run that reads every record, every record) lives
-in a scratch SQLite database (:mod:`.source.records`).
+"""The mirror describes itself (spec 14.8): :class:`MirrorState` is the Source writer at
+``.resourcesync/`` beside the mirror's objects, each entry with a ``via`` link to its origin;
+a copy of the Source Description at ``.well-known/resourcesync`` if asked
+(:func:`publish_well_known`).
 """
 
 from __future__ import annotations
@@ -25,43 +10,20 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from ..errors import ConfigurationError, InvalidValueError, shown
-from .base import Destination
-from .keys import RESERVED_PREFIX
-from .source.checkpoint import saved_checkpoint
-from .source.documents import (
-    CAPABILITY_LIST,
-    CHANGE_LIST_INDEX,
-    CHANGES,
-    CHECKPOINT,
-    DESCRIPTION,
-    NAMESPACE,
-    RESOURCE_LIST,
-    XML,
-)
-from .source.records import ObjectRecord
-from .source.writer import RESOURCE_LIST_MAX_AGE, SourceWriter
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX
+from .documents import DESCRIPTION, XML
+from .source_writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 
-__all__ = [
-    "CAPABILITY_LIST",
-    "CHANGES",
-    "CHANGE_LIST_INDEX",
-    "CHECKPOINT",
-    "DESCRIPTION",
-    "NAMESPACE",
-    "RESOURCE_LIST",
-    "WELL_KNOWN",
-    "MirrorState",
-    "ObjectRecord",
-    "check_well_known",
-    "publish_well_known",
-    "saved_checkpoint",
-]
+__all__ = ["WELL_KNOWN", "MirrorState", "check_well_known", "publish_well_known"]
 
 #: Where a Destination looks for a Source's Source Description first (6.3.2, RFC 5785): the
 #: mirror keeps a copy of its own there when it is served at the root of a host.
 WELL_KNOWN = ".well-known/resourcesync"
+
+
 class MirrorState(SourceWriter):
-    """What the mirror holds, for one run: a :class:`~.source.writer.SourceWriter` whose
+    """What the mirror holds, for one run: a :class:`~.source_writer.SourceWriter` whose
     objects sit beside its documents, each entry with a ``via`` link to its origin (14.8).
 
     :param location: :data:`RESERVED_PREFIX`, or a folder below it (a shard of a sharded

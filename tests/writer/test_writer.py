@@ -14,8 +14,8 @@ from airflow_provider_resourcesync.protocol.model import Entry, Metadata
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_document
 from airflow_provider_resourcesync.storage.base import Destination
-from airflow_provider_resourcesync.storage.source.held import Held
-from airflow_provider_resourcesync.storage.source.writer import SourceWriter
+from airflow_provider_resourcesync.writer.record import ObjectRecord
+from airflow_provider_resourcesync.writer.source_writer import SourceWriter
 
 SERVED = "https://cdn.example.org/bucket/"
 PUBLISHED = "https://example.org/rs/"
@@ -23,10 +23,10 @@ LOCATION = "rs/"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def held(key: str, version: int, modified: datetime) -> Held:
+def held(key: str, version: int, modified: datetime) -> ObjectRecord:
     body = f"{key} {version}".encode()
     digest = Hashes.of(md5=hashlib.md5(body).hexdigest())
-    return Held(SERVED + quote(key), key, len(body), digest, modified)
+    return ObjectRecord(SERVED + quote(key), key, len(body), digest, modified)
 
 
 def open_writer(destination: Destination, at: datetime) -> SourceWriter:

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ...errors import DocumentError, InvalidValueError
-from ...protocol.datetimes import format_datetime, parse_datetime
-from ..base import Destination
+from ..errors import DocumentError, InvalidValueError
+from ..protocol.datetimes import format_datetime, parse_datetime
+from ..storage.base import Destination
+from ..storage.keys import RESERVED_PREFIX
 from .documents import CHECKPOINT
 
-__all__ = ["SavedRecord", "saved_checkpoint"]
+__all__ = ["SavedRecord", "checkpoint_key", "saved_checkpoint"]
 
 _VERSION = 1
 
@@ -63,13 +64,20 @@ class SavedRecord:
                    snapshot_at)
 
 
-def saved_checkpoint(destination: Destination, key: str = CHECKPOINT
+def checkpoint_key(location: str = RESERVED_PREFIX) -> str:
+    """The key of ``checkpoint.json`` of a writer whose documents live under ``location``."""
+    return location + CHECKPOINT.removeprefix(RESERVED_PREFIX)
+
+
+def saved_checkpoint(destination: Destination, location: str = RESERVED_PREFIX
                      ) -> dict[str, Any] | None:
-    """The checkpoint saved at ``key`` (the mirror's, by default) at ``destination``, reading
-    nothing else (for a sensor, say); None: no run saved one.
+    """The checkpoint a writer whose documents live under ``location`` (the mirror's, by
+    default; a publisher's ``""``) saved at ``destination``, reading nothing else (for a
+    sensor, say); None: no run saved one.
 
     :raises DocumentError: the saved record is not readable.
     """
+    key = checkpoint_key(location)
     data = destination.read_bytes(key)
     if data is None:
         return None

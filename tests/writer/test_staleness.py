@@ -13,7 +13,7 @@ import pytest
 from airflow_provider_resourcesync.errors import InvalidValueError
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.storage.base import Destination
-from airflow_provider_resourcesync.storage.state import RESOURCE_LIST, MirrorState
+from airflow_provider_resourcesync.writer import RESOURCE_LIST, MirrorState
 
 from .test_run_costs import T0, item, mirror_of
 

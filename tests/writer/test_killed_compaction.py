@@ -24,16 +24,16 @@ from airflow_provider_resourcesync.protocol.validate import has_errors, validate
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.source import ShardIndex
-from airflow_provider_resourcesync.storage.state import (
+from airflow_provider_resourcesync.writer import (
     CAPABILITY_LIST,
     CHANGE_LIST_INDEX,
     RESOURCE_LIST,
     MirrorState,
     ObjectRecord,
+    ShardIndex,
 )
 
-from ...killing import run_child
+from ..killing import run_child
 from .records import kill_before_write, opened
 from .test_run_costs import T0, collection, expected, item, mirror_of, run
 
