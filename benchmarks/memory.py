@@ -47,7 +47,7 @@ def _rss() -> int:
 
 def _records(count: int) -> Iterator[object]:
     from airflow_provider_resourcesync.protocol.hashes import Hashes
-    from airflow_provider_resourcesync.storage.state import ObjectRecord
+    from airflow_provider_resourcesync.writer import ObjectRecord
 
     for n in range(count):
         yield ObjectRecord(uri=f"https://example.org/r/{n:06d}", key=f"https/example.org/r/{n:06d}",
@@ -58,7 +58,7 @@ def _records(count: int) -> Iterator[object]:
 def saved_mirror(count: int, folder: Path) -> Path:
     """A mirror's state of ``count`` records saved under ``folder`` (once per run)."""
     from airflow_provider_resourcesync.storage.local import LocalDestination
-    from airflow_provider_resourcesync.storage.state import MirrorState
+    from airflow_provider_resourcesync.writer import MirrorState
 
     root = folder / f"mirror-{count}"
     if not root.exists():
@@ -71,7 +71,7 @@ def saved_mirror(count: int, folder: Path) -> Path:
 
 def state_ours(count: int, folder: Path) -> Callable[[], int]:
     from airflow_provider_resourcesync.storage.local import LocalDestination
-    from airflow_provider_resourcesync.storage.state import MirrorState
+    from airflow_provider_resourcesync.writer import MirrorState
 
     root = saved_mirror(count, folder)
 

@@ -31,9 +31,9 @@ from airflow_provider_resourcesync.protocol.hashes import Digester, Hashes, stor
 from airflow_provider_resourcesync.storage.base import Destination, ObjectInfo, Staged
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.storage.state import MirrorState, ObjectRecord
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+from airflow_provider_resourcesync.writer import MirrorState, ObjectRecord
 
 #: Objects written at once while a mirror is built (threads; bounded memory).
 _CHUNK = 10_000

@@ -41,8 +41,7 @@ from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.s3 import S3Destination
-from airflow_provider_resourcesync.storage.source import Held, SourceWriter
-from airflow_provider_resourcesync.storage.source.writer import RESOURCE_LIST_MAX_AGE
+from airflow_provider_resourcesync.writer import RESOURCE_LIST_MAX_AGE, ObjectRecord, SourceWriter
 
 SIZES = (100_000, 1_000_000)
 QUICK_SIZES = (10_000, 100_000)
@@ -55,9 +54,9 @@ DAYS, QUICK_DAYS = 30, 7
 AGED, QUICK_AGED = 100_000, 10_000
 
 
-def record(number: int, version: int = 0) -> Held:
+def record(number: int, version: int = 0) -> ObjectRecord:
     key = f"objects/{number // 1_000:04d}/o{number:07d}.bin"
-    return Held(f"https://bucket.example.org/{key}", key, 1_000 + version,
+    return ObjectRecord(f"https://bucket.example.org/{key}", key, 1_000 + version,
                 Hashes.of(md5=f"{number:016x}{version:016x}"), T0, "application/octet-stream")
 
 
@@ -93,7 +92,7 @@ class Meter:
         return self.read + self.written
 
 
-def changed(size: int, count: int, run: int) -> Iterator[tuple[str, Held | None]]:
+def changed(size: int, count: int, run: int) -> Iterator[tuple[str, ObjectRecord | None]]:
     """``count`` changes to a collection of ``size``, spread over it: updates, deletes and
     creates in equal parts; run ``run``'s own (no record changed by two runs)."""
     step = size // count
@@ -109,7 +108,7 @@ def changed(size: int, count: int, run: int) -> Iterator[tuple[str, Held | None]
             yield record(new).uri, record(new)
 
 
-def writer_run(destination: Destination, changes: Iterator[tuple[str, Held | None]],
+def writer_run(destination: Destination, changes: Iterator[tuple[str, ObjectRecord | None]],
                when: datetime, **options: Any) -> None:
     with SourceWriter.load(destination, clock=lambda: when, **options) as writer:
         for uri, held in changes:
@@ -186,7 +185,7 @@ class Aged:
     staleness: timedelta = timedelta(0)
     lacked: list[datetime] = field(default_factory=list)  # saves the Resource List lacks
 
-    def run(self, changes: Iterator[tuple[str, Held | None]], when: datetime) -> None:
+    def run(self, changes: Iterator[tuple[str, ObjectRecord | None]], when: datetime) -> None:
         before = self.destination.written
         at = _resource_list_at(self.destination)
         writer_run(self.destination, changes, when, resource_list_max_age=self.bound)

@@ -1,13 +1,14 @@
 """An optional Resource Dump (11.1) of a publication's snapshot: the objects its Resource List
 lists, in ZIP packages each holding a Resource Dump Manifest (11.2), as of the list's ``at``.
 
-It is written beside each Resource List (the first run, and compactions), through the Source
-writer's ``beside_snapshot``, before the Capability List that lists it. Packages close as Change
-Dump packages do (:class:`~.packages.PackageSize`); each object is read pinned to the inventory
-the snapshot was made from (:mod:`.bucket`) and described by the bytes read. An object changed or
-gone since that inventory, or left for the next run, is left out of the dump and logged: the
-Resource List lists it as the inventory saw it, and the next run publishes its change, which a
-Destination that baselined from the dump takes from the Change List or Change Dump after ``at``.
+It is written beside each Resource List (the first run, and compactions) within the Source
+writer's save, between its halves (``SourceWriter.saving``), before the Capability List that
+lists it. Packages close as Change Dump packages do (:class:`~.packages.PackageSize`); each
+object is read pinned to the inventory the snapshot was made from (:mod:`.bucket`) and described
+by the bytes read. An object changed or gone since that inventory, or left for the next run, is
+left out of the dump and logged: the Resource List lists it as the inventory saw it, and the
+next run publishes its change, which a Destination that baselined from the dump takes from the
+Change List or Change Dump after ``at``.
 
 Writes, in order: the packages (``resourcedump/<at>-NNNNN.zip``, named by the snapshot's time)
 each with a copy of its manifest beside it; then ``resourcedump.xml``, written whole; then the

@@ -211,10 +211,12 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                               md=Metadata(capability="changedump"))] \
             if dumps.index_exists() else []
         checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
-        dump = _resource_dump(publication, writer, plan, tally.left, bucket, log) \
-            if publication.resource_dump else None
-        writer.save(checkpoint=checkpoint, capabilities=capabilities, beside_snapshot=dump)
-        if dump is None and destination.exists(writer.key(RESOURCE_DUMP)):
+        with writer.saving(checkpoint=checkpoint) as saving:
+            saving.capabilities.extend(capabilities)
+            if publication.resource_dump:
+                saving.capabilities.extend(_resource_dump(
+                    publication, writer, plan, tally.left, bucket, log, saving.snapshot_at()))
+        if not publication.resource_dump and destination.exists(writer.key(RESOURCE_DUMP)):
             remove_resource_dump(writer)  # no longer asked for, nor listed
             log("resource_dump is off: the Resource Dump and its packages are deleted")
     for stale in destination.keys(_key(publication, _OBJECTS)):
@@ -282,30 +284,24 @@ def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry])
 
 
 def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, left: list[str],
-                   bucket: Bucket, log: Callable[[str], None]
-                   ) -> Callable[[datetime | None], list[Entry]]:
-    """What the writer calls beside its snapshot: writes the Resource Dump of a Resource List
-    as of this run (``at``) not dumped yet, from the run's objects record; returns the
-    Capability List's entry for the dump, if there is one."""
-    destination = publication.destination
-
-    def beside(at: datetime | None) -> list[Entry]:
-        before = dumped_at(writer)
-        if at is not None and before != at:
-            resources = base_url(publication.base_url)
-            objects = ((item, _uri(resources, item.key))
-                       for item in read_published(destination, plan.objects))
-            count = write_resource_dump(writer, at, objects, left, bucket, publication.size,
-                                        publication.algorithms, log)
-            log(f"Resource Dump of {count:,} objects as of {format_datetime(at)} written")
-        elif before is None:
-            log("no Resource Dump yet: one is written with the next Resource List (the "
-                "first run, or a compaction)")
-            return []
-        return [Entry(writer.url(writer.key(RESOURCE_DUMP)),
-                      md=Metadata(capability="resourcedump"))]
-
-    return beside
+                   bucket: Bucket, log: Callable[[str], None], at: datetime | None
+                   ) -> list[Entry]:
+    """Within the writer's save: the Resource Dump of a Resource List as of this run (``at``)
+    not dumped yet, written from the run's objects record; the Capability List's entry for
+    the dump, if there is one."""
+    before = dumped_at(writer)
+    if at is not None and before != at:
+        resources = base_url(publication.base_url)
+        objects = ((item, _uri(resources, item.key))
+                   for item in read_published(publication.destination, plan.objects))
+        count = write_resource_dump(writer, at, objects, left, bucket, publication.size,
+                                    publication.algorithms, log)
+        log(f"Resource Dump of {count:,} objects as of {format_datetime(at)} written")
+    elif before is None:
+        log("no Resource Dump yet: one is written with the next Resource List (the first run, "
+            "or a compaction)")
+        return []
+    return [Entry(writer.url(writer.key(RESOURCE_DUMP)), md=Metadata(capability="resourcedump"))]
 
 
 def _described(change: Planned) -> ObjectRecord:

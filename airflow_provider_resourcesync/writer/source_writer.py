@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self
 
@@ -52,7 +53,7 @@ from .records import RecordStore, record_of, stored_json_row
 from .shards import ShardIndex
 from .snapshot import Snapshot
 
-__all__ = ["RESOURCE_LIST_MAX_AGE", "SourceWriter"]
+__all__ = ["RESOURCE_LIST_MAX_AGE", "Saving", "SourceWriter"]
 
 #: Compaction: the Resource List is rewritten once the records changed since it pass this share
 #: of it (docs/design.md, "The Source writer": 10 record writes per change, amortized, and a
@@ -64,6 +65,20 @@ _COMPACT_AT = 0.1
 RESOURCE_LIST_MAX_AGE = timedelta(days=1)
 #: The least step between two saves' times: a Change List's name holds its save's time to it.
 _TICK = timedelta(microseconds=1)
+
+
+@dataclass(slots=True)
+class Saving:
+    """A save between its halves (:meth:`SourceWriter.saving`)."""
+
+    _snapshot_at: Callable[[], datetime | None]
+    #: Entries the Capability List lists besides the Resource List and the Change List Index.
+    capabilities: list[Entry] = field(default_factory=list)
+
+    def snapshot_at(self) -> datetime | None:
+        """The Resource List's ``at`` where it is as of this save (written by it, or by a save
+        of the same time killed after writing it), else None (read when asked)."""
+        return self._snapshot_at()
 
 
 class SourceWriter(ClosedOnExit):
@@ -239,8 +254,7 @@ class SourceWriter(ClosedOnExit):
 
     # -- saving ----------------------------------------------------------------------------------
 
-    def save(self, *, checkpoint: dict[str, Any] | None, capabilities: Iterable[Entry] = (),
-             beside_snapshot: Callable[[datetime | None], Iterable[Entry]] | None = None
+    def save(self, *, checkpoint: dict[str, Any] | None, capabilities: Iterable[Entry] = ()
              ) -> None:
         """Write the documents, then ``checkpoint.json``, as of now by the writer's
         clock: the Resource List's ``at``, and the ``lastmod`` of what changed since the last
@@ -266,9 +280,9 @@ class SourceWriter(ClosedOnExit):
         The order of the writes is what makes a save killed between any two of them lose no
         change, for the writer or for a Destination of it: the journal first (the Change List,
         then the index that lists it), then the lookup index (its manifest last), then at a
-        compaction the Resource List and a new lookup index, then what ``beside_snapshot``
-        writes, then the Capability List and Source Description that point at them, and
-        ``checkpoint.json`` last. Killed after the
+        compaction the Resource List and a new lookup index, then what the caller writes with
+        them (:meth:`saving`), then the Capability List and Source Description that point at
+        them, and ``checkpoint.json`` last. Killed after the
         Change List, the next run replays it into the lookup index on load and finds its
         changes recorded: it lists nothing twice. Nothing points at a document not yet written.
 
@@ -276,13 +290,30 @@ class SourceWriter(ClosedOnExit):
             incomplete first run).
         :param capabilities: entries the Capability List lists besides the Resource List and
             the Change List Index (a publisher's Change Dump), written before this save.
-        :param beside_snapshot: writes what goes with the Resource List (a publisher's Resource
-            Dump, 11.1) and returns the entries the Capability List lists for it; called just
-            before the Capability List, with the Resource List's ``at`` where it is as of this
-            save (written by it, or by a save of the same time killed after writing it), else
-            None.
         :raises InvalidValueError: for a checkpoint JSON cannot carry; nothing is written then.
         """
+        with self.saving(checkpoint=checkpoint) as saving:
+            saving.capabilities.extend(capabilities)
+
+    @contextmanager
+    def saving(self, *, checkpoint: dict[str, Any] | None) -> Iterator[Saving]:
+        """:meth:`save` in two halves, for what goes with the Resource List (a publisher's
+        Resource Dump, 11.1): entering writes the journal, the lookup index and, at a
+        compaction, the Resource List; the block writes what goes with them (where
+        :meth:`Saving.snapshot_at` says the Resource List is as of this save) and adds the
+        entries the Capability List lists for it to :attr:`Saving.capabilities`; leaving the
+        block writes the Capability List, the Source Description and ``checkpoint.json``. An
+        error in the block writes nothing more: the save stands as a kill there leaves it.
+
+        :raises InvalidValueError: for a checkpoint JSON cannot carry; nothing is written then.
+        """
+        now, saved = self._save_changes(checkpoint)
+        saving = Saving(lambda: now if self._snapshot.at() == now else None)
+        yield saving
+        self._save_capabilities(now, saved, saving.capabilities)
+
+    def _save_changes(self, checkpoint: dict[str, Any] | None) -> tuple[datetime, SavedRecord]:
+        """The first half of a save (:meth:`saving`): its time, and the record it keeps."""
         now = self._clock()
         if self._saved_at is not None:
             # a clock at or behind the one that saved before: just after it, so this save's
@@ -326,9 +357,11 @@ class SourceWriter(ClosedOnExit):
             self._snapshot_at = now
             index.rebuild_rows(map(stored_json_row, self._store.rows()), stamp_at(now))
             self._compact = False
-        if beside_snapshot is not None:
-            capabilities = [*capabilities, *beside_snapshot(
-                now if self._snapshot.at() == now else None)]
+        return now, saved
+
+    def _save_capabilities(self, now: datetime, saved: SavedRecord,
+                           capabilities: list[Entry]) -> None:
+        """The second half of a save (:meth:`saving`)."""
         documents = self._documents
         documents.write(self.key(CAPABILITY_LIST), Head(
             md=Metadata(capability="capabilitylist"),
@@ -341,6 +374,7 @@ class SourceWriter(ClosedOnExit):
         self._store.clear_changes()
         self._checkpoint = json.loads(record)["checkpoint"]
         self._saved_at = now
+
 
     @property
     def public_base_url(self) -> str | None:

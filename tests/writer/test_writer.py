@@ -81,3 +81,33 @@ def test_a_collection_served_apart_lists_its_objects_by_their_own_urls(
         assert writer.get(SERVED + "a.txt") == held("a.txt", 2, T0 + timedelta(minutes=30))
         assert [record.key for record in writer.records()] == ["a.txt", "b c/d.txt", "new.txt"]
 
+
+
+def test_a_save_in_two_halves_writes_what_goes_with_the_snapshot_before_listing_it(
+        destination: Destination) -> None:
+    """:meth:`SourceWriter.saving`: entering writes the Resource List (at a compaction), the
+    block what goes with it (a Resource Dump), leaving the Capability List that lists both and
+    the checkpoint; an error in the block writes nothing more, as a kill there would."""
+    companion = Entry(PUBLISHED + "companion.xml", md=Metadata(capability="resourcedump"))
+    with open_writer(destination, T0) as writer:
+        for n in range(20):
+            writer.put(held(f"{n}.txt", 0, T0))
+        with writer.saving(checkpoint={"run": 1}) as saving:
+            assert saving.snapshot_at() == T0  # the first save writes the Resource List
+            assert destination.read_bytes(LOCATION + "resourcelist.xml") is not None
+            assert destination.read_bytes(LOCATION + "capabilitylist.xml") is None
+            saving.capabilities.append(companion)
+    assert companion.loc in [entry.loc for entry in document(destination, "capabilitylist.xml")]
+
+    t1 = T0 + timedelta(hours=1)
+    with open_writer(destination, t1) as writer:
+        writer.put(held("1.txt", 1, T0))
+        try:
+            with writer.saving(checkpoint={"run": 2}) as saving:
+                assert saving.snapshot_at() is None  # a Change List, not a compaction
+                raise RuntimeError("the companion failed")
+        except RuntimeError:
+            pass
+    with open_writer(destination, t1) as writer:
+        assert writer.checkpoint() == {"run": 1}  # the second save never finished
+        assert writer.get(SERVED + "1.txt") == held("1.txt", 1, T0)  # its Change List stands
