@@ -207,9 +207,11 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         else:
             _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
         dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+        if not dumps.index_exists():  # listing no Change Dump yet: a follower finds nothing new
+            dumps.write_index([], start=plan.end if plan.start is None  # the snapshot's at
+                              else writer.series_start([]))
         capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
-                              md=Metadata(capability="changedump"))] \
-            if dumps.index_exists() else []
+                              md=Metadata(capability="changedump"))]
         checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
         with writer.saving(checkpoint=checkpoint) as saving:
             saving.capabilities.extend(capabilities)

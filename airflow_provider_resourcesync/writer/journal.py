@@ -196,13 +196,15 @@ class Journal:
                         hash=hashes, length=length if held else None,
                         type=type_ if held else None),))
 
-    def write_index(self, entries: list[Entry]) -> None:
+    def write_index(self, entries: list[Entry], *, start: datetime | None = None) -> None:
         """The Change List Index over ``entries``, every Change List in forward chronological
-        order (12.2). Past section 7's 50,000 entries the oldest lists are dropped: a mirror
+        order (12.2); with none, an index from ``start`` (where the series will start) listing
+        nothing yet. Past section 7's 50,000 entries the oldest lists are dropped: a mirror
         that others sync from keeps the changes of its latest 50,000 runs."""
         documents = self._documents
         dropped, entries = entries[:-MAX_ENTRIES], entries[-MAX_ENTRIES:]
-        first, last = entries[0].md, entries[-1].md
+        first = entries[0].md if entries else Metadata(from_=start)
+        last = entries[-1].md if entries else None
         documents.write(documents.key(self._index), Head(
             root=Root.SITEMAPINDEX,
             md=Metadata(capability=self._capability, from_=first.from_ if first else None,

@@ -323,13 +323,17 @@ class SourceWriter(ClosedOnExit):
         # the first save writes no Change List: its Resource List is where Destinations start
         journal = self._saved_at is not None and last is not None
         listed = self._journal.listed() if journal or self._changelist is None else []
-        # a save killed before the index of the first list: that list was replayed on load
-        unindexed = not journal and bool(listed) and not self._journal.index_exists()
+        # no index yet (a first save; a collection saved before there was one, or by a save
+        # killed before the index of its first list, replayed on load): one is written, with
+        # no list yet, so that a follower's incremental run finds nothing new where nothing
+        # changed instead of no Change List at all (spec 12.2: zero or more entries)
+        unindexed = not journal and self._changelist is None and \
+            not self._journal.index_exists()
         changelist = self._changelist
         if journal:
             changelist = self._journal.list_key(now)
-        elif changelist is None and (unindexed or self._journal.index_exists()):
-            changelist = self.key(CHANGE_LIST_INDEX)  # a killed save wrote the first list
+        elif changelist is None:
+            changelist = self.key(CHANGE_LIST_INDEX)
         saved = SavedRecord(now, changelist, checkpoint, self._documents.base)
         saved.to_bytes()  # a checkpoint JSON cannot carry is refused before anything is written
         index = self._index = self._index or self._open_index()
@@ -346,7 +350,10 @@ class SourceWriter(ClosedOnExit):
             except DocumentError:  # a shard cannot be read: the index is rebuilt below
                 self._compact = True
         elif unindexed:
-            self._journal.write_index(listed)
+            # from the snapshot's at: this save's, if it is the first
+            self._journal.write_index(listed, start=(
+                self.series_start(listed) if listed or self._saved_at is not None else None)
+                or now)
         self._changelist = changelist
         # changes no Change List holds (no checkpoint.json to go on from) go in the snapshot
         if self._compact or self._full or (last is not None and not journal) or (

@@ -250,3 +250,33 @@ def test_the_resource_list_lacks_no_change_older_than_its_age_bound(
                 assert oldest_lacked < max_age, (hour, written)
                 assert written > 0 or timedelta(hours=hour - 1) < max_age
     validate_all(out)
+
+
+def test_followers_before_any_change_find_nothing_new_by_either_route(tmp_path: Path) -> None:
+    """The first run writes a Change List Index and a Change Dump Index listing nothing yet
+    (spec 12.2, 13.2: zero or more entries), so a follower that baselined runs incrementally,
+    on its schedule, before anything changed, through quiet runs, and finds nothing new;
+    before, the Capability List offered neither and each run failed with "no Change List to
+    read changes from" until a change was published (found by the model, issue 26)."""
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    write(root, "a.txt", b"a\n")
+    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
+        publishing = Publishing(web, root, out)
+        publishing.run()
+        mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
+        points = {method: run_baseline(reader, mirrors[method],
+                                       capability_list_url=publishing.capability_list)
+                  for method in METHODS}
+        for step in range(3):  # before any change, after a quiet run, after a change
+            if step == 1:
+                assert publishing.run().changes == 0
+            if step == 2:
+                write(root, "b.txt", b"b\n")
+                assert publishing.run().changes == 1
+            for method in METHODS:
+                points[method] = run_incremental(
+                    reader, mirrors[method], capability_list_url=publishing.capability_list,
+                    checkpoint=points[method], method=method)
+                assert held(mirrors[method]) == publishing.bucket.files(), (step, method)
+                assert points[method].stats["changes"] == (step == 2), (step, method)
+    validate_all(out)

@@ -123,7 +123,8 @@ def test_the_resource_list_republishes_with_via_links(destination: Destination) 
     capabilities = read_document(destination.read_bytes(CAPABILITY_LIST) or b"")
     assert capabilities.kind is DocumentKind.CAPABILITY_LIST
     assert capabilities.head.up == destination.object_url(DESCRIPTION)
-    assert [e.loc for e in capabilities] == [destination.object_url(RESOURCE_LIST)]
+    assert [e.loc for e in capabilities] == [destination.object_url(RESOURCE_LIST),
+                                             destination.object_url(CHANGE_LIST_INDEX)]
     description = read_document(destination.read_bytes(DESCRIPTION) or b"")
     assert description.kind is DocumentKind.SOURCE_DESCRIPTION
     assert [e.loc for e in description] == [destination.object_url(CAPABILITY_LIST)]
@@ -277,7 +278,9 @@ def test_a_change_list_per_run_after_the_first(destination: Destination) -> None
         state.put(record(2))
         state.save(checkpoint={})  # the first save: its Resource List is the baseline
     first = clock.now
-    assert list(destination.keys(CHANGES)) == [] and not destination.exists(CHANGE_LIST_INDEX)
+    assert list(destination.keys(CHANGES)) == []
+    index = read_document(destination.read_bytes(CHANGE_LIST_INDEX) or b"")  # lists none yet
+    assert index.entries == [] and index.head.md is not None and index.head.md.from_ == first
     clock.now = T1
     with MirrorState.load(destination, clock=clock) as state:
         state.put(record(1, length=50))
