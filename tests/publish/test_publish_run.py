@@ -167,7 +167,11 @@ def test_quiet_runs_open_no_gap_for_followers_by_change_list_or_change_dump(
     """Runs that find nothing new write no Change List, yet the next list starts where the
     documents' covered time ended (the Resource List's ``at``, or the last list's ``until``):
     a follower from before the quiet runs gets the later changes, by either route (issue 26:
-    a quiet run moved the next list's ``from`` past every follower's position)."""
+    a quiet run moved the next list's ``from`` past every follower's position). A follower
+    that runs before anything changed finds nothing new: the first run writes a Change List
+    Index and a Change Dump Index listing nothing yet (spec 12.2, 13.2: zero or more entries;
+    before, each such run failed with "no Change List to read changes from", found by the
+    model test)."""
     root, out = tmp_path / "bucket", tmp_path / "published"
     write(root, "a.txt", b"a\n")
     with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
@@ -177,16 +181,22 @@ def test_quiet_runs_open_no_gap_for_followers_by_change_list_or_change_dump(
         points = {method: run_baseline(reader, mirrors[method],
                                        capability_list_url=publishing.capability_list)
                   for method in METHODS}
-        for step in range(2):  # from the baseline's snapshot, then from a Change List's end
-            for _ in range(quiet_runs):
-                assert publishing.run().changes == 0
-            write(root, f"new-{step}.txt", b"new\n")
-            assert publishing.run().changes == 1
+
+        def follow(changes: int, step: int) -> None:
             for method in METHODS:
                 points[method] = run_incremental(
                     reader, mirrors[method], capability_list_url=publishing.capability_list,
                     checkpoint=points[method], method=method)
                 assert held(mirrors[method]) == publishing.bucket.files(), (step, method)
+                assert points[method].stats["changes"] == changes, (step, method)
+
+        for step in range(2):  # from the baseline's snapshot, then from a Change List's end
+            follow(0, step)
+            for _ in range(quiet_runs):
+                assert publishing.run().changes == 0
+            write(root, f"new-{step}.txt", b"new\n")
+            assert publishing.run().changes == 1
+            follow(1, step)
     validate_all(out)
 
 
@@ -251,32 +261,3 @@ def test_the_resource_list_lacks_no_change_older_than_its_age_bound(
                 assert written > 0 or timedelta(hours=hour - 1) < max_age
     validate_all(out)
 
-
-def test_followers_before_any_change_find_nothing_new_by_either_route(tmp_path: Path) -> None:
-    """The first run writes a Change List Index and a Change Dump Index listing nothing yet
-    (spec 12.2, 13.2: zero or more entries), so a follower that baselined runs incrementally,
-    on its schedule, before anything changed, through quiet runs, and finds nothing new;
-    before, the Capability List offered neither and each run failed with "no Change List to
-    read changes from" until a change was published (found by the model, issue 26)."""
-    root, out = tmp_path / "bucket", tmp_path / "published"
-    write(root, "a.txt", b"a\n")
-    with SourceServer(max_lifetime=120) as web, client_for(web) as reader:
-        publishing = Publishing(web, root, out)
-        publishing.run()
-        mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
-        points = {method: run_baseline(reader, mirrors[method],
-                                       capability_list_url=publishing.capability_list)
-                  for method in METHODS}
-        for step in range(3):  # before any change, after a quiet run, after a change
-            if step == 1:
-                assert publishing.run().changes == 0
-            if step == 2:
-                write(root, "b.txt", b"b\n")
-                assert publishing.run().changes == 1
-            for method in METHODS:
-                points[method] = run_incremental(
-                    reader, mirrors[method], capability_list_url=publishing.capability_list,
-                    checkpoint=points[method], method=method)
-                assert held(mirrors[method]) == publishing.bucket.files(), (step, method)
-                assert points[method].stats["changes"] == (step == 2), (step, method)
-    validate_all(out)
