@@ -3,7 +3,8 @@ it (``"list"``, or the ``manifest.json`` of an S3 Inventory report) -> its objec
 their time, and where their bytes are read.
 
 Keys under the prefix the publication itself is written to (in the same bucket or directory)
-are left out of the inventory: a publication never publishes itself.
+are left out of the inventory: a publication never publishes itself. Keys no URL can carry
+are skipped and counted (:class:`~..publish.inventory.Skipped`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..publish.bucket import Bucket, LocalBucket, S3Bucket
 from ..publish.inventory import (
     InventoryObject,
     S3ReportReader,
+    Skipped,
     list_bucket,
     read_report,
     walk_directory,
@@ -43,11 +45,12 @@ class Inventoried:
     excluded: str | None
 
 
-def inventory_of(source: str, inventory: str, publish_to: str, *,
-                 aws_conn_id: str | None) -> Inventoried:
+def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: str | None,
+                 skipped: Skipped) -> Inventoried:
     """The inventory of ``source`` (``s3://bucket/prefix/``, ``file:///dir`` or ``/dir``), by
     ``inventory``: :data:`LIST` (a live listing, or a directory walk), or
-    ``s3://bucket/key/manifest.json`` (an S3 Inventory report of the source's bucket).
+    ``s3://bucket/key/manifest.json`` (an S3 Inventory report of the source's bucket). The keys
+    no URL can carry are counted in ``skipped``, and left out.
 
     :raises ConfigurationError: an argument is not one of those forms.
     :raises InventoryError: the report's manifest cannot be read or is not one S3 writes.
@@ -56,12 +59,13 @@ def inventory_of(source: str, inventory: str, publish_to: str, *,
     excluded = _excluded(where, DestinationURL.parse(publish_to))
     if inventory == LIST:
         if where.scheme == "file":
-            return Inventoried(walk_directory(where.path, exclude_prefix=excluded),
+            return Inventoried(walk_directory(where.path, exclude_prefix=excluded,
+                                              skipped=skipped),
                                datetime.now(UTC), LocalBucket(where.path),
                                f"the files under {where.path}", excluded)
         client = s3_client(aws_conn_id)
         return Inventoried(list_bucket(client, where.bucket, where.path,
-                                       exclude_prefix=excluded),
+                                       exclude_prefix=excluded, skipped=skipped),
                            datetime.now(UTC), S3Bucket(client, where.bucket),
                            f"the listing of s3://{where.bucket}/{where.path}", excluded)
     manifest = urlsplit(inventory)
@@ -73,7 +77,7 @@ def inventory_of(source: str, inventory: str, publish_to: str, *,
     client = s3_client(aws_conn_id)
     key = unquote(manifest.path).lstrip("/")
     report = read_report(S3ReportReader(client, manifest.netloc), key, where.path,
-                         exclude_prefix=excluded)
+                         exclude_prefix=excluded, skipped=skipped)
     return Inventoried(report.ordered(), report.created, S3Bucket(client, where.bucket),
                        f"the S3 Inventory report {inventory}", excluded)
 

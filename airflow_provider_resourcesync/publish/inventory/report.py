@@ -29,6 +29,7 @@ from .objects import InventoryObject
 from .order import Ordered, ordered_entries
 from .readers import ReportReader
 from .rows import BATCH, Fields, Scope, entries
+from .skipped import Skipped
 from .verified import Verified
 
 __all__ = ["InventoryReport", "read_report"]
@@ -56,16 +57,18 @@ class InventoryReport:
         :raises InventoryError: a data file is missing, truncated or corrupt, or a row breaks
             the schema (the data file's key and the row are named).
         """
-        return (InventoryObject(key, size, etag, datetime.fromisoformat(modified), version,
-                                latest, marker)
-                for key, size, etag, modified, version, latest, marker
-                in self._read(Fields.csv_rows, Fields.typed_rows))
+        return self.scope.skipped.counted((
+            InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, latest,
+                            marker)
+            for key, size, etag, modified, version, latest, marker
+            in self._read(Fields.csv_rows, Fields.typed_rows)), self.manifest.where)
 
     def ordered(self) -> Ordered:
         """The latest version of each object in scope (a latest delete marker included), in
         key order, sorted on disk."""
-        return ordered_entries(self._read(Fields.csv_entries, _typed_entries),
-                               self.manifest.where)
+        where = self.manifest.where
+        return ordered_entries(self.scope.skipped.counted_batches(
+            self._read(Fields.csv_entries, _typed_entries), where), where)
 
     def _read(self, csv_read: Callable[[Fields, Iterator[list[str]], str, Scope], Iterator[T]],
               typed_read: Callable[[Fields, Iterator[tuple[Any, ...]], str, Scope], Iterator[T]]
@@ -115,14 +118,17 @@ def _read_csv(verified: Verified, where: str,
 
 
 def read_report(reader: ReportReader, manifest_key: str, prefix: str = "", *,
-                exclude_prefix: str | None = None) -> InventoryReport:
+                exclude_prefix: str | None = None,
+                skipped: Skipped | None = None) -> InventoryReport:
     """The report whose ``manifest.json`` is at ``manifest_key``.
 
     :param reader: where the report is (the inventory's destination bucket, or a directory).
     :param prefix: only keys under it are inventoried.
     :param exclude_prefix: keys under it are left out (where the publication is written).
+    :param skipped: counts the keys no URL can carry, which are left out (None: a new
+        :class:`.Skipped`, with the default share); too many fail the report's reading.
     :raises InventoryError: the manifest is missing, fails its checksum, or is not one S3
         writes (unknown format, no Key, Size, LastModifiedDate or ETag column).
     """
     return InventoryReport(reader, read_manifest(reader, manifest_key),
-                           Scope(prefix, exclude_prefix))
+                           Scope(prefix, exclude_prefix, skipped))
