@@ -2,9 +2,10 @@
 it (``"list"``, or the ``manifest.json`` of an S3 Inventory report) -> its objects in key order,
 their time, and where their bytes are read.
 
-Keys under the prefix the publication itself is written to (in the same bucket or directory)
-are left out of the inventory: a publication never publishes itself. Keys no URL can carry
-are skipped and counted (:class:`~..publish.inventory.Skipped`).
+Keys under the prefix the publication itself is written to (in the same bucket or directory,
+directories compared once their symbolic links are resolved) are left out of the inventory: a
+publication never publishes itself. Keys no URL can carry are skipped and counted
+(:class:`~..publish.inventory.Skipped`).
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: s
 
 
 def _excluded(source: DestinationURL, publish_to: DestinationURL) -> str | None:
-    """The key prefix of ``publish_to`` inside ``source``'s keys; None if it is elsewhere."""
+    """The key prefix of ``publish_to`` inside ``source``'s keys; None if it is elsewhere.
+    Directories are compared as they are, their symbolic links resolved: a ``publish_to`` reached
+    through a link into ``source`` is inside it."""
     if source.scheme != publish_to.scheme or source.bucket != publish_to.bucket:
         return None
     if source.scheme == "s3":
@@ -91,7 +94,8 @@ def _excluded(source: DestinationURL, publish_to: DestinationURL) -> str | None:
                         publish_to.path.rstrip("/") == source.path.rstrip("/"))
         excluded = publish_to.path.rstrip("/") + "/"
     else:
-        relative = os.path.relpath(publish_to.path, source.path)
+        relative = os.path.relpath(os.path.realpath(publish_to.path),
+                                   os.path.realpath(source.path))
         inside, same = not relative.startswith(".."), relative == "."
         excluded = relative.replace(os.sep, "/") + "/"
     if same:
