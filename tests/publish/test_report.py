@@ -21,6 +21,7 @@ from airflow_provider_resourcesync.publish.inventory import (
     InventoryObject,
     S3ReportReader,
     Skipped,
+    bounded,
     read_report,
     rows,
     runs,
@@ -289,6 +290,36 @@ def test_too_many_keys_skipped_fail_the_report_naming_a_few(tmp_path: Path) -> N
         list(read_report(reader, MANIFEST).ordered())
     assert "manifest.json" in str(caught.value) and "'k\\n' holds a control" in str(
         caught.value) and not caught.value.rerun_helps
+
+
+def test_a_gzip_bomb_is_refused_in_bounded_memory_naming_the_data_file(tmp_path: Path) -> None:
+    """A data file of 30 KB inflating to a row of 30 M fields (an empty field each: a list of
+    240 MB, as csv would build it) is refused once its line passes 128 KiB, the data file and
+    row named, with no more than a few MB allocated."""
+    import tracemalloc
+
+    reader = csv_report(tmp_path, [GOOD.format(n=1, size="1"), "," * 30_000_000 + "\n"])
+    assert next((tmp_path / MANIFEST).parent.parent.glob("data/*")).stat().st_size < 100_000
+    report = read_report(reader, MANIFEST)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InventoryError, match=r"part-0\.csv\.gz, row 2 is longer than "
+                                                 r"131,072 bytes") as caught:
+            list(report.ordered())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000 and not caught.value.rerun_helps
+
+
+def test_rows_are_batched_by_their_text_as_well_as_their_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches close at a few KB of text here (16 MiB by default): the same objects."""
+    monkeypatch.setattr(bounded, "BATCH_BYTES", 2_000)
+    items = objects([f"k{n:03d}/{'x' * (n % 50 + 1)}" for n in range(300)])
+    write_report(directory_put(tmp_path), [items])
+    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+        utf8_sorted(items)
 
 
 def test_a_report_larger_than_memory_is_sorted_in_runs_on_disk(

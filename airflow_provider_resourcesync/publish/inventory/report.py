@@ -2,17 +2,16 @@
 ``manifest.checksum``), then its data files in CSV gzip, ORC or Parquet, each checked against the
 size and MD5 the manifest gives.
 
-A CSV file is parsed as it streams and checked at its end; an ORC or Parquet one is copied to a
-temporary file, checked, then read (those formats need to seek). A report's rows come in no
-particular order: :meth:`InventoryReport.ordered` sorts them on disk, so every data file is read
-and checked before the first object comes out.
+A CSV file is parsed as it streams, in bounded memory (:mod:`.bounded`), and checked at its
+end; an ORC or Parquet one is copied to a temporary file, checked, then read (those formats
+need to seek). A report's rows come in no particular order: :meth:`InventoryReport.ordered`
+sorts them on disk, so every data file is read and checked before the first object comes out.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import io
 import shutil
 import tempfile
 import zlib
@@ -23,6 +22,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from ...errors import InventoryError
+from .bounded import CsvRows
 from .columnar import columnar_rows
 from .manifest import Manifest, read_manifest
 from .objects import InventoryObject
@@ -70,7 +70,7 @@ class InventoryReport:
         return ordered_entries(self.scope.skipped.counted_batches(
             self._read(Fields.csv_entries, _typed_entries), where), where)
 
-    def _read(self, csv_read: Callable[[Fields, Iterator[list[str]], str, Scope], Iterator[T]],
+    def _read(self, csv_read: Callable[[Fields, CsvRows, str, Scope], Iterator[T]],
               typed_read: Callable[[Fields, Iterator[tuple[Any, ...]], str, Scope], Iterator[T]]
               ) -> Iterator[T]:
         """What ``csv_read`` or ``typed_read`` makes of each data file's rows, in turn."""
@@ -100,12 +100,10 @@ def _typed_entries(fields: Fields, rows: Iterator[tuple[Any, ...]], where: str,
 
 
 def _read_csv(verified: Verified, where: str,
-              read: Callable[[Iterator[list[str]], str], Iterator[T]]) -> Iterator[T]:
+              read: Callable[[CsvRows, str], Iterator[T]]) -> Iterator[T]:
     """What ``read`` makes of the rows of ``verified`` (at ``where``, which it is given)."""
-    text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),
-                            encoding="utf-8", newline="")
     try:
-        yield from read(csv.reader(text, strict=True), where)
+        yield from read(CsvRows(verified, where), where)
     except InventoryError as exc:
         if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
             verified.check()

@@ -14,13 +14,14 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from itertools import compress, islice
+from itertools import compress
 from operator import and_, itemgetter
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import InvalidValueError, InventoryError
 from ...protocol.datetimes import parse_datetime
+from .bounded import CsvRows
 from .entries import SEPARATOR
 from .manifest import column_name
 from .objects import CONTROL, fit, in_scope, unpublishable
@@ -77,8 +78,7 @@ class Fields:
         self.latest = index.get(column_name("IsLatest"))
         self.marker = index.get(column_name("IsDeleteMarker"))
 
-    def csv_entries(self, rows: Iterator[list[str]], where: str,
-                    scope: Scope) -> Iterator[list[str]]:
+    def csv_entries(self, rows: CsvRows, where: str, scope: Scope) -> Iterator[list[str]]:
         """The latest rows in ``scope`` of a CSV file, checked, as batches of entries: a batch
         of rows as S3 writes them is checked a column at a time (:meth:`_batch_entries`), any
         other by :meth:`csv_rows`, row by row, which names what is wrong.
@@ -86,7 +86,7 @@ class Fields:
         :raises InventoryError: a row breaks the schema (its number and what is wrong named).
         """
         number = 1
-        while batch := list(islice(rows, BATCH)):
+        for batch in rows.batches(BATCH, self.width):
             found = self._batch_entries(batch, scope)
             yield found if found is not None else entries(
                 self.csv_rows(iter(batch), where, scope, number))
@@ -127,7 +127,7 @@ class Fields:
                                         ("false",) * len(batch), strict=True))
         return list(found if chosen is None else compress(found, chosen))
 
-    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope,
+    def csv_rows(self, rows: Iterable[list[str]], where: str, scope: Scope,
                  first: int = 1) -> Iterator[Row]:
         """The rows in ``scope`` of a CSV file, checked (a loop of its own: it runs once per
         object of the bucket).
