@@ -16,7 +16,7 @@ from ..hooks.inventory import LIST, inventory_of
 from ..lineage import Lineage
 from ..protocol.datetimes import format_datetime
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
-from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
+from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
 from ..shell.durations import max_age
@@ -58,7 +58,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param package_entries: changes a package holds at most (at most 50,000).
     :param package_bytes: bytes of bitstreams after which a package closes (an object larger
         goes alone in a package of its own).
-    :param hashes: the hashes of each packaged object: ``"md5"``, ``"sha-256"`` or both.
+    :param hashes: the hashes of each packaged object, one or more of ``"md5"``, ``"sha-1"``,
+        ``"sha-256"``, ``"sha-512"`` (another is refused when the DAG is parsed).
     :param resource_dump: also publish a Resource Dump (spec 11.1) beside each Resource List
         (the first run, and compactions): every object read again into packages (templated:
         a bool, or a template rendering ``true`` or ``false``).
@@ -90,7 +91,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         super().__init__(**kwargs)
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
-        self.hashes = tuple(hashes)
+        self.hashes = checked_algorithms(hashes)
         self.max_skipped_share = Skipped(max_skipped_share).share
         self.source = source
         self.inventory = inventory

@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from ..errors import InvalidValueError, PublishError
-from ..protocol.hashes import DigestingWriter
+from ..errors import ConfigurationError, InvalidValueError, PublishError
+from ..protocol.hashes import HASH_ALGORITHMS, DigestingWriter
 from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
@@ -39,7 +39,8 @@ from ..writer import XML, stamp_at
 from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",
-           "cut", "fits_a_package", "package_entry", "staged_package", "write_packages"]
+           "checked_algorithms", "cut", "fits_a_package", "package_entry", "staged_package",
+           "write_packages"]
 
 #: A package's media type.
 _ZIP = "application/zip"
@@ -89,6 +90,21 @@ class PackageSize:
             raise InvalidValueError(f"package bytes {self.bytes}: give 1 to "
                                     f"{DEFAULT_LIMITS.max_total_size:,}, what a Destination "
                                     "reading packages accepts")
+
+
+def checked_algorithms(algorithms: Iterable[str]) -> tuple[str, ...]:
+    """``algorithms``, the hashes of each packaged object, if each is one the packages can
+    compute (an unknown one would give every entry an empty ``hash``).
+
+    :raises ConfigurationError: none, or one unknown (the allowed named).
+    """
+    chosen = (algorithms,) if isinstance(algorithms, str) else tuple(algorithms)
+    unknown = [name for name in chosen if name not in HASH_ALGORITHMS]
+    if unknown or not chosen:
+        raise ConfigurationError(
+            f"hashes {chosen!r}: {'unknown ' + repr(unknown) if unknown else 'none given'}; "
+            f"choose one or more of {', '.join(HASH_ALGORITHMS)}")
+    return chosen
 
 
 @dataclass(frozen=True, slots=True)
