@@ -56,7 +56,9 @@ DEFAULT_BYTES = _GIB
 class Planned:
     """One change a run publishes: the object's key and URI, what happened, when (distinct
     from every other change's time in the run), and the inventory's size, ETag (or change
-    token) and version of the object to read."""
+    token) and version of the object to read, and its LastModified as the inventory gives it
+    (its ``lastmod``: ``when`` may have been moved a microsecond or more from it, to date the
+    change apart; None for a deletion)."""
 
     key: str
     uri: str
@@ -65,6 +67,7 @@ class Planned:
     size: int = 0
     etag: str = ""
     version_id: str | None = None
+    modified: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +212,7 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
                 if chunks is None:  # changed or gone since the inventory
                     continue
                 kind = mimetypes.guess_type(change.key)[0]
-                package.add(Entry(change.uri, lastmod=change.when,
+                package.add(Entry(change.uri, lastmod=change.modified or change.when,
                                   md=Metadata(change=change.change, datetime=change.when,
                                               type=kind, length=change.size)), chunks)
 

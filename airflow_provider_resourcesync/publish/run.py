@@ -313,8 +313,8 @@ def _described(change: Planned) -> ObjectRecord:
     one: an object S3 stored in one part, unencrypted or SSE-S3)."""
     etag = change.etag.lower()
     hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
-    return ObjectRecord(change.uri, change.key, change.size, hashes, change.when,
-                mimetypes.guess_type(change.key)[0])
+    return ObjectRecord(change.uri, change.key, change.size, hashes,
+                        change.modified or change.when, mimetypes.guess_type(change.key)[0])
 
 
 def _planned(change: Diffed, resources: str) -> Planned:
@@ -323,7 +323,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
-                   current.etag, current.version_id)
+                   current.etag, current.version_id, current.last_modified)
 
 
 def _uri(resources: str, key: str) -> str:
