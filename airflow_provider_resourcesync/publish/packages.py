@@ -24,7 +24,6 @@ or gone since the inventory is left out and reported: the next run publishes its
 from __future__ import annotations
 
 import io
-import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -211,10 +210,9 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
             with bucket.read(change.key, change.etag, change.version_id) as chunks:
                 if chunks is None:  # changed or gone since the inventory
                     continue
-                kind = mimetypes.guess_type(change.key)[0]
                 package.add(Entry(change.uri, lastmod=change.modified or change.when,
                                   md=Metadata(change=change.change, datetime=change.when,
-                                              type=kind, length=change.size)), chunks)
+                                              type=chunks.type, length=change.size)), chunks)
 
     head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
                             until=window.end),

@@ -15,6 +15,7 @@ from airflow_provider_resourcesync.publish.bucket import S3Bucket
 from airflow_provider_resourcesync.publish.inventory import (
     InventoryObject,
     S3ReportReader,
+    list_bucket,
     read_report,
 )
 from airflow_provider_resourcesync.publish.run import Publication, publish
@@ -58,3 +59,21 @@ def test_lastmod_is_the_inventorys_last_modified_and_change_times_are_dated_apar
         assert [entry.lastmod for entry in entries] == [T2, T2], document.name
         assert [entry.md.datetime for entry in entries if entry.md] == [
             T2, T2 + timedelta(microseconds=1)], document.name
+
+
+def test_a_packaged_objects_type_is_the_content_type_s3_serves_it_with(
+        s3_client: Any, bucket: str, tmp_path: Path) -> None:
+    """Not a guess from its name: a ``.json`` key stored as text/plain is described so."""
+    out = tmp_path / "published"
+    publication = Publication(LocalDestination(out), base_url="https://objects.example.org/")
+    s3_client.put_object(Bucket=bucket, Key="first.txt", Body=b"1")
+    publish(publication, list_bucket(s3_client, bucket), T1, S3Bucket(s3_client, bucket))
+    s3_client.put_object(Bucket=bucket, Key="data.json", Body=b"{}",
+                         ContentType="text/plain; charset=utf-8")
+    s3_client.put_object(Bucket=bucket, Key="noname", Body=b"x")
+    publish(publication, list_bucket(s3_client, bucket), datetime.now(UTC),
+            S3Bucket(s3_client, bucket))
+    (manifest,) = out.glob("packages/*-manifest.xml")
+    assert {entry.loc.rsplit("/", 1)[1]: entry.md.type
+            for entry in read_document(manifest.read_bytes()).entries if entry.md} == {
+        "data.json": "text/plain; charset=utf-8", "noname": "binary/octet-stream"}
