@@ -14,7 +14,8 @@ Variables (read when the DAG is parsed):
   Resource List too (default ``false``; docs/publishing.md says what it costs);
 - ``RESOURCESYNC_AWS_CONN_ID``: the AWS connection (default ``aws_default``).
 
-Each day the sensor waits (rescheduling itself) for that day's report, a task finds its
+Each day the sensor waits (rescheduling itself) for that day's report (the day the run's data
+interval ends; for a run triggered without a logical date, the day it runs), a task finds its
 ``manifest.json``, and the publisher publishes the changes since the day before: Change Dump
 packages and a Change List (the first run: a Resource List of every object). A Destination
 follows the publication with the ``mirror_to_s3`` (or ``mirror_to_local``) DAG once, then
@@ -38,6 +39,10 @@ INVENTORY = os.environ.get("RESOURCESYNC_INVENTORY_S3_URL",
                            "s3://my-inventory/my-collection/daily/").rstrip("/") + "/"
 PUBLISH_TO = os.environ.get("RESOURCESYNC_PUBLISH_S3_URL", "s3://my-collection-resourcesync/")
 AWS_CONN_ID = os.environ.get("RESOURCESYNC_AWS_CONN_ID", "aws_default")
+#: The report's day, ``YYYY-MM-DD``: a run triggered with no logical date (Airflow 3's default
+#: for ``airflow dags trigger`` and the REST API) has no ``ds`` nor data interval.
+DAY = ("{{ (data_interval_end if data_interval_end is defined and data_interval_end "
+       "else dag_run.run_after) | ds }}")
 
 with DAG(
     dag_id="publish_bucket",
@@ -50,18 +55,18 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     report = S3KeySensor(
-        task_id="report", bucket_key=INVENTORY + "{{ ds }}T*Z/manifest.json",
+        task_id="report", bucket_key=INVENTORY + DAY + "T*Z/manifest.json",
         wildcard_match=True, aws_conn_id=AWS_CONN_ID, mode="reschedule", poke_interval=600,
         timeout=timedelta(hours=18).total_seconds())
 
     @task(execution_timeout=timedelta(minutes=10))
-    def manifest(ds: str | None = None) -> str:
-        """The URL of the day's latest ``manifest.json``."""
+    def manifest(day: str) -> str:
+        """The URL of the ``day``'s latest ``manifest.json``."""
         bucket, _, prefix = INVENTORY.removeprefix("s3://").partition("/")
-        keys = S3Hook(aws_conn_id=AWS_CONN_ID).list_keys(bucket, prefix=f"{prefix}{ds}T")
+        keys = S3Hook(aws_conn_id=AWS_CONN_ID).list_keys(bucket, prefix=f"{prefix}{day}T")
         return f"s3://{bucket}/" + max(key for key in keys if key.endswith("/manifest.json"))
 
-    found = manifest()
+    found = manifest(DAY)
     report >> found
     ResourceSyncPublishOperator(
         task_id="publish", source=SOURCE, inventory=found, publish_to=PUBLISH_TO,

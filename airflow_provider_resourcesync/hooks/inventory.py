@@ -2,8 +2,10 @@
 it (``"list"``, or the ``manifest.json`` of an S3 Inventory report) -> its objects in key order,
 their time, and where their bytes are read.
 
-Keys under the prefix the publication itself is written to (in the same bucket or directory)
-are left out of the inventory: a publication never publishes itself.
+Keys under the prefix the publication itself is written to (in the same bucket or directory,
+directories compared once their symbolic links are resolved) are left out of the inventory: a
+publication never publishes itself. Keys no URL can carry are skipped and counted
+(:class:`~..publish.inventory.Skipped`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..publish.bucket import Bucket, LocalBucket, S3Bucket
 from ..publish.inventory import (
     InventoryObject,
     S3ReportReader,
+    Skipped,
     list_bucket,
     read_report,
     walk_directory,
@@ -43,11 +46,12 @@ class Inventoried:
     excluded: str | None
 
 
-def inventory_of(source: str, inventory: str, publish_to: str, *,
-                 aws_conn_id: str | None) -> Inventoried:
+def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: str | None,
+                 skipped: Skipped) -> Inventoried:
     """The inventory of ``source`` (``s3://bucket/prefix/``, ``file:///dir`` or ``/dir``), by
     ``inventory``: :data:`LIST` (a live listing, or a directory walk), or
-    ``s3://bucket/key/manifest.json`` (an S3 Inventory report of the source's bucket).
+    ``s3://bucket/key/manifest.json`` (an S3 Inventory report of the source's bucket). The keys
+    no URL can carry are counted in ``skipped``, and left out.
 
     :raises ConfigurationError: an argument is not one of those forms.
     :raises InventoryError: the report's manifest cannot be read or is not one S3 writes.
@@ -56,12 +60,13 @@ def inventory_of(source: str, inventory: str, publish_to: str, *,
     excluded = _excluded(where, DestinationURL.parse(publish_to))
     if inventory == LIST:
         if where.scheme == "file":
-            return Inventoried(walk_directory(where.path, exclude_prefix=excluded),
+            return Inventoried(walk_directory(where.path, exclude_prefix=excluded,
+                                              skipped=skipped),
                                datetime.now(UTC), LocalBucket(where.path),
                                f"the files under {where.path}", excluded)
         client = s3_client(aws_conn_id)
         return Inventoried(list_bucket(client, where.bucket, where.path,
-                                       exclude_prefix=excluded),
+                                       exclude_prefix=excluded, skipped=skipped),
                            datetime.now(UTC), S3Bucket(client, where.bucket),
                            f"the listing of s3://{where.bucket}/{where.path}", excluded)
     manifest = urlsplit(inventory)
@@ -73,13 +78,15 @@ def inventory_of(source: str, inventory: str, publish_to: str, *,
     client = s3_client(aws_conn_id)
     key = unquote(manifest.path).lstrip("/")
     report = read_report(S3ReportReader(client, manifest.netloc), key, where.path,
-                         exclude_prefix=excluded)
+                         exclude_prefix=excluded, skipped=skipped)
     return Inventoried(report.ordered(), report.created, S3Bucket(client, where.bucket),
                        f"the S3 Inventory report {inventory}", excluded)
 
 
 def _excluded(source: DestinationURL, publish_to: DestinationURL) -> str | None:
-    """The key prefix of ``publish_to`` inside ``source``'s keys; None if it is elsewhere."""
+    """The key prefix of ``publish_to`` inside ``source``'s keys; None if it is elsewhere.
+    Directories are compared as they are, their symbolic links resolved: a ``publish_to`` reached
+    through a link into ``source`` is inside it."""
     if source.scheme != publish_to.scheme or source.bucket != publish_to.bucket:
         return None
     if source.scheme == "s3":
@@ -87,7 +94,8 @@ def _excluded(source: DestinationURL, publish_to: DestinationURL) -> str | None:
                         publish_to.path.rstrip("/") == source.path.rstrip("/"))
         excluded = publish_to.path.rstrip("/") + "/"
     else:
-        relative = os.path.relpath(publish_to.path, source.path)
+        relative = os.path.relpath(os.path.realpath(publish_to.path),
+                                   os.path.realpath(source.path))
         inside, same = not relative.startswith(".."), relative == "."
         excluded = relative.replace(os.sep, "/") + "/"
     if same:

@@ -15,8 +15,8 @@ from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, inventory_of
 from ..lineage import Lineage
 from ..protocol.datetimes import format_datetime
-from ..publish.inventory import InventoryObject
-from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize
+from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
+from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..shell import describe_outlet_events, destination_outlets
 from ..shell.durations import max_age
@@ -28,6 +28,9 @@ from ..units import byte_size
 from ..writer import RESOURCE_LIST_MAX_AGE, saved_checkpoint
 
 __all__ = ["ResourceSyncPublishOperator"]
+
+#: The XCom's count of keys skipped, beside the checkpoint.
+SKIPPED = "skipped"
 
 
 class ResourceSyncPublishOperator(BaseOperator, Lineage):
@@ -55,7 +58,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param package_entries: changes a package holds at most (at most 50,000).
     :param package_bytes: bytes of bitstreams after which a package closes (an object larger
         goes alone in a package of its own).
-    :param hashes: the hashes of each packaged object: ``"md5"``, ``"sha-256"`` or both.
+    :param hashes: the hashes of each packaged object, one or more of ``"md5"``, ``"sha-1"``,
+        ``"sha-256"``, ``"sha-512"`` (another is refused when the DAG is parsed).
     :param resource_dump: also publish a Resource Dump (spec 11.1) beside each Resource List
         (the first run, and compactions): every object read again into packages (templated:
         a bool, or a template rendering ``true`` or ``false``).
@@ -64,6 +68,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         reads no Change List lacks at most that much; None: only once the changes since it pass
         a tenth of it. A ``timedelta``; a day by default. Each rewrite writes the whole list,
         and with ``resource_dump`` packages every object again: give it a longer age then.
+    :param max_skipped_share: keys no URL can carry (a control character, a name that is not
+        UTF-8, a ``.`` segment) are skipped, logged and counted in the XCom (``skipped``: a
+        count and a few examples); the run fails once more than this share (0 to 1) of the
+        keys are; 0: any one fails it.
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
@@ -78,11 +86,13 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  package_bytes: int = DEFAULT_BYTES,
                  hashes: Sequence[str] = ("md5",), resource_dump: bool | str = False,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
+                 max_skipped_share: float = DEFAULT_SHARE,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
-        self.hashes = tuple(hashes)
+        self.hashes = checked_algorithms(hashes)
+        self.max_skipped_share = Skipped(max_skipped_share).share
         self.source = source
         self.inventory = inventory
         self.publish_to = publish_to
@@ -97,8 +107,9 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             destination = destination_from_url(self.publish_to, aws_conn_id=self.aws_conn_id)
             saved = saved_checkpoint(destination, location="")
             self._compare_previous(context, saved)
+            skipped = Skipped(self.max_skipped_share)
             listed = inventory_of(self.source, self.inventory, self.publish_to,
-                                  aws_conn_id=self.aws_conn_id)
+                                  aws_conn_id=self.aws_conn_id, skipped=skipped)
             self.log.info("Publishing %s as of %s to %s%s", listed.what,
                           format_datetime(listed.time), destination.url,
                           f" (leaving out {listed.excluded}, where it is written)"
@@ -116,7 +127,12 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             self.log.info("Published %s changes in %s packages (%s)%s", done.changes,
                           done.packages, byte_size(done.package_bytes),
                           f"; {len(done.left)} left for the next run" if done.left else "")
-        return describe_outlet_events(context, self.outlets, done.checkpoint)
+            if skipped.count:
+                self.log.warning("Skipped %s keys no URL can carry (%s): rename those objects, "
+                                 "or move them out of the published prefix",
+                                 f"{skipped.count:,}", skipped.summary())
+        return describe_outlet_events(context, self.outlets,
+                                      {**done.checkpoint, SKIPPED: skipped.as_dict()})
 
     def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
         """Log where the run starts: the state saved at ``publish_to``; this task's previous
@@ -130,7 +146,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             return
         self.log.info("Starting from the publication saved at %s, up to %s", self.publish_to,
                       saved.get("time"))
-        if previous is not None and rendered_value(previous, "previous XCom") != saved:
+        previous = rendered_value(previous, "previous XCom")
+        if isinstance(previous, dict):
+            previous = {name: value for name, value in previous.items() if name != SKIPPED}
+        if previous is not None and previous != saved:
             self.log.warning("This task's previous XCom (%s) is not the checkpoint saved at %s: "
                              "starting from the saved one, which the documents agree with",
                              str(previous)[:200], self.publish_to)

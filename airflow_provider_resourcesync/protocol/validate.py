@@ -180,9 +180,12 @@ def _zone_findings(md: Metadata | None, owner: str, entry: Entry | None) -> Iter
 
 
 def _hash_findings(hashes: Hashes | None, owner: str, entry: Entry | None) -> Iterator[Finding]:
-    """Section 7: ``hash`` is a list of ``algorithm:hexdigest`` tokens."""
-    if not hashes:
+    """Section 7: ``hash`` is a list of ``algorithm:hexdigest`` tokens, one at least."""
+    if hashes is None:
         return
+    if not hashes:
+        yield _error("7", f"{owner} hash is empty (expected algorithm:hexdigest tokens; leave "
+                          "the attribute out where no digest is known)", entry)
     for problem in hashes.problems:
         yield _error("7", f"{owner} hash: {problem} (expected algorithm:hexdigest)", entry)
     for value in hashes.values:

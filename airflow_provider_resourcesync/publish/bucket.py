@@ -11,6 +11,7 @@ state. What is published is described by the bytes read, never by the inventory'
 from __future__ import annotations
 
 import errno
+import mimetypes
 import os
 import stat
 import threading
@@ -32,8 +33,9 @@ from .inventory.s3errors import s3_errors
 if TYPE_CHECKING:
     from botocore.response import StreamingBody
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import GetObjectOutputTypeDef
 
-__all__ = ["Bucket", "LocalBucket", "S3Bucket"]
+__all__ = ["Bucket", "LocalBucket", "Read", "S3Bucket"]
 
 #: S3 error codes of an object that is no longer the one inventoried.
 _MOVED_ON = frozenset({"PreconditionFailed", "NoSuchKey", "NoSuchVersion", "404", "412"})
@@ -44,6 +46,20 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
 _FOLDERS = 256
 
 
+class Read(Iterator[bytes]):
+    """An object's bytes, in chunks, and its media ``type``: the Content-Type S3 serves it
+    with; for a file, what a web server would say from its name (None: unknown)."""
+
+    __slots__ = ("_chunks", "type")
+
+    def __init__(self, chunks: Iterator[bytes], type: str | None) -> None:
+        self._chunks = chunks
+        self.type = type
+
+    def __next__(self) -> bytes:
+        return next(self._chunks)
+
+
 class Bucket(Protocol):
     """Where the objects to publish are read from."""
 
@@ -52,9 +68,9 @@ class Bucket(Protocol):
         ...
 
     def read(self, key: str, etag: str, version_id: str | None
-             ) -> AbstractContextManager[Iterator[bytes] | None]:
-        """The inventoried object's bytes, in chunks, or None if it has changed or gone
-        since (the object is left for the next run).
+             ) -> AbstractContextManager[Read | None]:
+        """The inventoried object's bytes, in chunks, with its media type, or None if it has
+        changed or gone since (the object is left for the next run).
 
         :raises PublishError: the object cannot be read (the message says why).
         """
@@ -138,7 +154,7 @@ class _PinnedFile:
         self._etag = etag
         self._file: BinaryIO | None = None
 
-    def __enter__(self) -> Iterator[bytes] | None:
+    def __enter__(self) -> Read | None:
         descriptor = self._bucket._open(self._key)
         if descriptor is None:
             return None
@@ -146,7 +162,7 @@ class _PinnedFile:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode) or change_token(info) != self._etag:
             return None
-        return iter(partial(file.read, _CHUNK), b"")
+        return Read(iter(partial(file.read, _CHUNK), b""), mimetypes.guess_type(self._key)[0])
 
     def __exit__(self, *_: object) -> None:
         if self._file is not None:
@@ -177,21 +193,23 @@ class S3Bucket:
 
     @contextmanager
     def read(self, key: str, etag: str, version_id: str | None = None
-             ) -> Iterator[Iterator[bytes] | None]:
+             ) -> Iterator[Read | None]:
         pin: _Pin = {"VersionId": version_id} if version_id else {"IfMatch": f'"{etag}"'}
         action = "s3:GetObjectVersion" if version_id else "s3:GetObject"
         with s3_errors(action, self.bucket, key):
             try:
-                body = self.client.get_object(Bucket=self.bucket, Key=key, **pin)["Body"]
+                got: GetObjectOutputTypeDef | None = self.client.get_object(
+                    Bucket=self.bucket, Key=key, **pin)
             except ClientError as exc:
                 if str(exc.response.get("Error", {}).get("Code")) not in _MOVED_ON:
                     raise
-                body = None
-        if body is None:
+                got = None
+        if got is None:
             yield None
             return
+        body = got["Body"]
         try:
-            yield self._chunks(action, key, body)
+            yield Read(self._chunks(action, key, body), got.get("ContentType") or None)
         finally:
             body.close()
 

@@ -24,13 +24,12 @@ or gone since the inventory is left out and reported: the next run publishes its
 from __future__ import annotations
 
 import io
-import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from ..errors import InvalidValueError, PublishError
-from ..protocol.hashes import DigestingWriter
+from ..errors import ConfigurationError, InvalidValueError, PublishError
+from ..protocol.hashes import HASH_ALGORITHMS, DigestingWriter
 from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
@@ -39,7 +38,8 @@ from ..writer import XML, stamp_at
 from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",
-           "cut", "fits_a_package", "package_entry", "staged_package", "write_packages"]
+           "checked_algorithms", "cut", "fits_a_package", "package_entry", "staged_package",
+           "write_packages"]
 
 #: A package's media type.
 _ZIP = "application/zip"
@@ -55,7 +55,9 @@ DEFAULT_BYTES = _GIB
 class Planned:
     """One change a run publishes: the object's key and URI, what happened, when (distinct
     from every other change's time in the run), and the inventory's size, ETag (or change
-    token) and version of the object to read."""
+    token) and version of the object to read, and its LastModified as the inventory gives it
+    (its ``lastmod``: ``when`` may have been moved a microsecond or more from it, to date the
+    change apart; None for a deletion)."""
 
     key: str
     uri: str
@@ -64,6 +66,7 @@ class Planned:
     size: int = 0
     etag: str = ""
     version_id: str | None = None
+    modified: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,21 @@ class PackageSize:
             raise InvalidValueError(f"package bytes {self.bytes}: give 1 to "
                                     f"{DEFAULT_LIMITS.max_total_size:,}, what a Destination "
                                     "reading packages accepts")
+
+
+def checked_algorithms(algorithms: Iterable[str]) -> tuple[str, ...]:
+    """``algorithms``, the hashes of each packaged object, if each is one the packages can
+    compute (an unknown one would give every entry an empty ``hash``).
+
+    :raises ConfigurationError: none, or one unknown (the allowed named).
+    """
+    chosen = (algorithms,) if isinstance(algorithms, str) else tuple(algorithms)
+    unknown = [name for name in chosen if name not in HASH_ALGORITHMS]
+    if unknown or not chosen:
+        raise ConfigurationError(
+            f"hashes {chosen!r}: {'unknown ' + repr(unknown) if unknown else 'none given'}; "
+            f"choose one or more of {', '.join(HASH_ALGORITHMS)}")
+    return chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +210,9 @@ def _write(window: Window, bucket: Bucket, destination: Destination, key: str, u
             with bucket.read(change.key, change.etag, change.version_id) as chunks:
                 if chunks is None:  # changed or gone since the inventory
                     continue
-                kind = mimetypes.guess_type(change.key)[0]
-                package.add(Entry(change.uri, lastmod=change.when,
+                package.add(Entry(change.uri, lastmod=change.modified or change.when,
                                   md=Metadata(change=change.change, datetime=change.when,
-                                              type=kind, length=change.size)), chunks)
+                                              type=chunks.type, length=change.size)), chunks)
 
     head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
                             until=window.end),

@@ -112,16 +112,19 @@ def _plan(head: dict[str, Any]) -> Plan:
 
 def _row(change: Planned) -> list[object]:
     return [change.key, change.uri, str(change.change), format_datetime(change.when),
-            change.size, change.etag, change.version_id]
+            change.size, change.etag, change.version_id, _time(change.modified)]
 
 
 def _planned(row: Any) -> Planned:
-    key, uri, change, when, size, etag, version_id = row
+    """A change as :func:`_row` wrote it (a plan written before the LastModified was kept has
+    none: its changes are dated as ``when``, as they were)."""
+    key, uri, change, when, size, etag, version_id, *modified = row
     if not (isinstance(key, str) and isinstance(uri, str) and isinstance(when, str)
             and type(size) is int and isinstance(etag, str)
-            and isinstance(version_id, str | None)):
+            and isinstance(version_id, str | None) and len(modified) <= 1):
         raise TypeError("a field of the wrong type")
-    return Planned(key, uri, Change(change), parse_datetime(when), size, etag, version_id)
+    return Planned(key, uri, Change(change), parse_datetime(when), size, etag, version_id,
+                   _parsed(modified[0]) if modified else None)
 
 
 def _time(value: datetime | None) -> str | None:

@@ -48,7 +48,7 @@ from .bucket import Bucket
 from .diff import Change as Diffed
 from .diff import changes
 from .inventory.objects import InventoryObject
-from .packages import PackageSize, Planned, cut, write_packages
+from .packages import PackageSize, Planned, checked_algorithms, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
 from .published import keeping, read_published, rebuilt
 from .resourcedump import RESOURCE_DUMP, dumped_at, remove_resource_dump, write_resource_dump
@@ -76,7 +76,8 @@ class Publication:
     :param location: the key prefix of the documents at ``destination`` (``""`` or ending
         with ``/``).
     :param size: when a package closes.
-    :param algorithms: the hashes of each bitstream (``md5``, ``sha-256``).
+    :param algorithms: the hashes of each bitstream, one or more of ``md5``, ``sha-1``,
+        ``sha-256``, ``sha-512`` (another raises :class:`~..errors.ConfigurationError`).
     :param resource_dump: also publish a Resource Dump (11.1) of each Resource List's snapshot.
     :param resource_list_max_age: the Resource List is rewritten once the oldest run whose
         changes it lacks is this old (see :class:`~..writer.source_writer.SourceWriter`), and
@@ -91,6 +92,9 @@ class Publication:
     algorithms: tuple[str, ...] = ("md5",)
     resource_dump: bool = False
     resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
+
+    def __post_init__(self) -> None:
+        checked_algorithms(self.algorithms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,8 +315,8 @@ def _described(change: Planned) -> ObjectRecord:
     one: an object S3 stored in one part, unencrypted or SSE-S3)."""
     etag = change.etag.lower()
     hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
-    return ObjectRecord(change.uri, change.key, change.size, hashes, change.when,
-                mimetypes.guess_type(change.key)[0])
+    return ObjectRecord(change.uri, change.key, change.size, hashes,
+                        change.modified or change.when, mimetypes.guess_type(change.key)[0])
 
 
 def _planned(change: Diffed, resources: str) -> Planned:
@@ -321,7 +325,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
-                   current.etag, current.version_id)
+                   current.etag, current.version_id, current.last_modified)
 
 
 def _uri(resources: str, key: str) -> str:

@@ -94,6 +94,10 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
                                             resource_list_max_age=3600),
     lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
                                         base_url="https://h/", resource_list_max_age=-1),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/", max_skipped_share=5),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/", hashes=("sha1",)),
 ])
 def test_wrong_arguments_fail_when_the_dag_is_parsed(make: Callable[[], object]) -> None:
     with pytest.raises(ConfigurationError):

@@ -159,7 +159,8 @@ def test_change_value_must_be_defined() -> None:
     assert check(CL, url('<rs:md change="deleted"/>')) == []
 
 
-@pytest.mark.parametrize("value", ["md5:XYZ", "1584abdf8ebdc9802ac0c6a7402c03b6", "md5:"])
+@pytest.mark.parametrize("value", ["md5:XYZ", "1584abdf8ebdc9802ac0c6a7402c03b6", "md5:", "",
+                                   " "])
 def test_hash_must_be_algorithm_and_hex(value: str) -> None:
     findings = check(RL, url(f'<rs:md hash="{value}"/>'),
                      url(f'<rs:ln rel="duplicate" href="http://m/r" hash="{value}"/>'))

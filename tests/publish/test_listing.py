@@ -9,7 +9,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from airflow_provider_resourcesync.errors import InventoryError
-from airflow_provider_resourcesync.publish.inventory import list_bucket
+from airflow_provider_resourcesync.publish.inventory import Skipped, list_bucket
 
 KEYS = ["a/b", "a-b", "a.b", "a0", "é", "z z+", "日本", "pub/changedump.xml", "pub/x"]
 
@@ -51,6 +51,16 @@ def test_folder_markers_are_not_published(s3_client: Any, bucket: str) -> None:
     a file, and no Destination's directory can hold it beside ``folder/a``."""
     put(s3_client, bucket, ["folder/", "folder/a", "folder/sub/", "top"])
     assert [item.key for item in list_bucket(s3_client, bucket)] == ["folder/a", "top"]
+
+
+def test_keys_no_url_can_carry_are_skipped_and_counted(s3_client: Any, bucket: str) -> None:
+    """Anyone who can write into the prefix can make such a key: it is left out, not fatal."""
+    put(s3_client, bucket, ["a", "b\x01c", "d/./e", "f"])
+    skipped = Skipped(share=0.5)
+    assert [item.key for item in list_bucket(s3_client, bucket, skipped=skipped)] == ["a", "f"]
+    assert skipped.as_dict() == {"count": 2, "examples": [
+        "'b\\x01c' holds a control character, which no URL can carry",
+        "'d/./e' has a '.' or '..' segment, which a URL client resolves away"]}
 
 
 def test_a_store_listing_out_of_order_is_an_error_naming_both_keys(s3_client: Any,

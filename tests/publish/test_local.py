@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_resourcesync.errors import InventoryError
-from airflow_provider_resourcesync.publish.inventory import list_bucket, walk_directory
+from airflow_provider_resourcesync.publish.inventory import Skipped, list_bucket, walk_directory
 
 FILES = ["a/b", "a/b0/c", "a-b", "a.b", "a0", "ab/c", "a/.hidden", "é/x", "Z", "z z+", "日本"]
 
@@ -60,17 +60,19 @@ def test_prefix_and_exclude_prefix(tmp_path: Path) -> None:
                                                 exclude_prefix="data/pub/")] == ["data/a"]
 
 
-@pytest.mark.parametrize(("name", "message"), [
-    (b"bad\xff.txt", "is not valid UTF-8"),
-    (b"line\nbreak", "holds a control character"),
-])
-def test_names_that_cannot_become_urls_are_named(tmp_path: Path, name: bytes,
-                                                 message: str) -> None:
-    (tmp_path / "d").mkdir()
-    with open(os.fsencode(tmp_path / "d") + b"/" + name, "wb") as file:
-        file.write(b"x")
-    with pytest.raises(InventoryError, match=message) as caught:
-        list(walk_directory(tmp_path))
+def test_names_that_cannot_become_urls_are_skipped_and_counted(tmp_path: Path) -> None:
+    make(tmp_path, ["d/a", "d/z", "e"])
+    for name in (b"bad\xff.txt", b"line\nbreak"):
+        with open(os.fsencode(tmp_path / "d") + b"/" + name, "wb") as file:
+            file.write(b"x")
+    skipped = Skipped(share=0.5)
+    assert [item.key for item in walk_directory(tmp_path, skipped=skipped)] == ["d/a", "d/z",
+                                                                                 "e"]
+    assert skipped.as_dict() == {"count": 2, "examples": [
+        "'d/bad\\udcff.txt' is not valid UTF-8",
+        "'d/line\\nbreak' holds a control character, which no URL can carry"]}
+    with pytest.raises(InventoryError, match="2 of 5 keys cannot be published") as caught:
+        list(walk_directory(tmp_path))  # the default share: 1%
     assert str(tmp_path) in str(caught.value) and "rename" in str(caught.value)
     assert not caught.value.rerun_helps
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_resourcesync.errors import InvalidValueError, PublishError
+from airflow_provider_resourcesync.errors import ConfigurationError, InvalidValueError, PublishError
 from airflow_provider_resourcesync.protocol.model import Change
 from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
@@ -22,9 +22,11 @@ from airflow_provider_resourcesync.publish.inventory.local import change_token
 from airflow_provider_resourcesync.publish.packages import (
     PackageSize,
     Planned,
+    checked_algorithms,
     cut,
     write_packages,
 )
+from airflow_provider_resourcesync.publish.run import Publication
 from airflow_provider_resourcesync.storage.local import LocalDestination
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -153,3 +155,16 @@ def test_a_run_made_again_takes_the_packages_it_wrote_whole(tree: Path, tmp_path
     assert run() == urls
     assert zips[0].stat().st_mtime_ns == written[zips[0]]  # whole: taken as it is
     assert zips[1].stat().st_mtime_ns != 1 and copy.exists()  # written again, with its copy
+
+
+@pytest.mark.parametrize("algorithms", [("sha1",), ("md5", "crc32"), (), "md5"])
+def test_hashes_packages_cannot_compute_are_refused_naming_the_allowed(
+        tmp_path: Path, algorithms: tuple[str, ...]) -> None:
+    """An unknown algorithm gave every entry ``hash=""`` (issue 27); a plain string would be
+    read as one algorithm a letter."""
+    if isinstance(algorithms, str):
+        assert checked_algorithms(algorithms) == ("md5",)
+        return
+    with pytest.raises(ConfigurationError, match="choose one or more of md5, sha-1, sha-256, "
+                                                 "sha-512"):
+        Publication(LocalDestination(tmp_path), base_url="https://h/", algorithms=algorithms)

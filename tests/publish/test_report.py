@@ -20,6 +20,8 @@ from airflow_provider_resourcesync.publish.inventory import (
     DirectoryReportReader,
     InventoryObject,
     S3ReportReader,
+    Skipped,
+    bounded,
     read_report,
     rows,
     runs,
@@ -228,9 +230,6 @@ GOOD = '"source","k{n}","","true","false","{size}","2026-11-24T12:00:00.000Z","e
      "row 2 has a bad LastModifiedDate"),
     (GOOD.format(n=2, size="1").replace('"e"', '""'), "row 2 has no ETag"),
     (GOOD.format(n=2, size="1").replace('"true"', '"yes"'), "row 2 has 'yes' where true"),
-    (GOOD.format(n="%FF%FE", size="1"), r"'k%FF%FE' is not valid UTF-8 once URL-decoded"),
-    (GOOD.format(n="%0A", size="1"), r"'k\\n' holds a control character"),
-    (GOOD.format(n="/../etc", size="1"), r"'k/../etc' has a '.' or '..' segment"),
     (GOOD.format(n=2, size="1").replace('"e"', '"e\nf"'),
      "row 2 has a control character in its ETag or VersionId"),
     (GOOD.format(n=2, size="1").replace('""', '"v\x07"'),
@@ -244,6 +243,83 @@ def test_csv_rows_that_break_the_schema_are_named(tmp_path: Path, line: str,
         list(read_report(reader, MANIFEST).ordered())
     assert "part-0.csv.gz" in str(caught.value) and not caught.value.rerun_helps
     assert "re-run" not in str(caught.value)
+
+
+#: Ends of keys no URL can carry (after a ``k``), as S3 Inventory writes them in CSV: bytes
+#: that are not UTF-8, a line feed, a '..' segment.
+UNPUBLISHABLE = ["%FF%FE", "%0A", "/../etc"]
+
+
+@pytest.mark.parametrize("file_format", ["CSV", "Parquet"])
+@pytest.mark.parametrize("batch", [4096, 2])
+def test_keys_no_url_can_carry_are_skipped_and_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, batch: int) -> None:
+    """One bad key does not stop the report: it is left out and counted (a few named), and
+    the other objects come out, whether rows are checked a batch at a time or one by one;
+    a bad key's older versions are not counted again."""
+    monkeypatch.setattr(rows, "BATCH", batch)
+    good = [f"k{n}" for n in range(6)]
+    if file_format == "CSV":
+        older = GOOD.format(n="%0A", size="1").replace('"","true"', '"v0","false"')
+        reader = csv_report(tmp_path, [GOOD.format(n=end, size="1") for end in (
+            *range(3), *UNPUBLISHABLE)] + [older] + [GOOD.format(n=n, size="1")
+                                                      for n in range(3, 6)])
+        first = "'k\\udcff\\udcfe' is not valid UTF-8"
+    else:
+        older = InventoryObject("k\n", 1, "e", T, "v0", is_latest=False)
+        items = [*objects([*good[:3], "k\x7f", "k\n", "k/../etc"]), older,
+                 *objects(good[3:])]
+        write_report(directory_put(tmp_path), [items], file_format=file_format)
+        reader = DirectoryReportReader(tmp_path)
+        first = "'k\\x7f' holds a control character, which no URL can carry"
+    skipped = Skipped(share=0.5)
+    assert [item.key for item in read_report(reader, MANIFEST, skipped=skipped).ordered()] == \
+        good
+    assert skipped.count == 3
+    assert skipped.examples == [
+        first, "'k\\n' holds a control character, which no URL can carry",
+        "'k/../etc' has a '.' or '..' segment, which a URL client resolves away"]
+
+
+def test_too_many_keys_skipped_fail_the_report_naming_a_few(tmp_path: Path) -> None:
+    lines = [GOOD.format(n=n, size="1") for n in range(3)] + [
+        GOOD.format(n=key, size="1") for key in UNPUBLISHABLE]
+    reader = csv_report(tmp_path, lines)
+    with pytest.raises(InventoryError, match=r"3 of 6 keys cannot be published as URLs, more "
+                                             r"than the 1\.00% that may be skipped") as caught:
+        list(read_report(reader, MANIFEST).ordered())
+    assert "manifest.json" in str(caught.value) and "'k\\n' holds a control" in str(
+        caught.value) and not caught.value.rerun_helps
+
+
+def test_a_gzip_bomb_is_refused_in_bounded_memory_naming_the_data_file(tmp_path: Path) -> None:
+    """A data file of 30 KB inflating to a row of 30 M fields (an empty field each: a list of
+    240 MB, as csv would build it) is refused once its line passes 128 KiB, the data file and
+    row named, with no more than a few MB allocated."""
+    import tracemalloc
+
+    reader = csv_report(tmp_path, [GOOD.format(n=1, size="1"), "," * 30_000_000 + "\n"])
+    assert next((tmp_path / MANIFEST).parent.parent.glob("data/*")).stat().st_size < 100_000
+    report = read_report(reader, MANIFEST)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InventoryError, match=r"part-0\.csv\.gz, row 2 is longer than "
+                                                 r"131,072 bytes") as caught:
+            list(report.ordered())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8_000_000 and not caught.value.rerun_helps
+
+
+def test_rows_are_batched_by_their_text_as_well_as_their_count(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches close at a few KB of text here (16 MiB by default): the same objects."""
+    monkeypatch.setattr(bounded, "BATCH_BYTES", 2_000)
+    items = objects([f"k{n:03d}/{'x' * (n % 50 + 1)}" for n in range(300)])
+    write_report(directory_put(tmp_path), [items])
+    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+        utf8_sorted(items)
 
 
 def test_a_report_larger_than_memory_is_sorted_in_runs_on_disk(

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 from .listing import list_bucket
 from .local import walk_directory
-from .objects import InventoryObject, checked_key
+from .objects import InventoryObject
 from .order import in_key_order, ordered
 from .readers import DirectoryReportReader, ReportReader, S3ReportReader
 from .report import InventoryReport, read_report
+from .skipped import DEFAULT_SHARE, Skipped
 
 __all__ = [
+    "DEFAULT_SHARE",
     "DirectoryReportReader",
     "InventoryObject",
     "InventoryReport",
     "ReportReader",
     "S3ReportReader",
-    "checked_key",
+    "Skipped",
     "in_key_order",
     "list_bucket",
     "ordered",

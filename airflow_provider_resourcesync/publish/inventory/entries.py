@@ -4,9 +4,9 @@ changed are built.
 
 An entry is ``key NUL size NUL etag NUL last_modified NUL version NUL marker``: the size in
 decimal, the time as ISO 8601 text in UTC (:data:`.rows.Row`'s form), ``""`` for no version,
-the marker ``true`` or ``false``. A key holds no control character (:func:`.objects.checked_key`),
-so entries sort as their keys do (NUL sorts before every character a key can hold), and a file
-of them is one entry a line.
+the marker ``true`` or ``false``. A key holds no control character
+(:func:`.objects.unpublishable`), so entries sort as their keys do (NUL sorts before every
+character a key can hold), and a file of them is one entry a line.
 """
 
 from __future__ import annotations

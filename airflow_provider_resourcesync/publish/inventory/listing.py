@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from datetime import UTC
 from typing import TYPE_CHECKING
 
-from .objects import InventoryObject, checked_key, in_scope
+from .objects import InventoryObject, in_scope
 from .order import in_key_order
 from .s3errors import s3_errors
+from .skipped import Skipped
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -22,30 +23,33 @@ __all__ = ["list_bucket"]
 
 
 def list_bucket(client: S3Client, bucket: str, prefix: str = "", *,
-                exclude_prefix: str | None = None,
-                page_size: int = 1000) -> Iterator[InventoryObject]:
+                exclude_prefix: str | None = None, page_size: int = 1000,
+                skipped: Skipped | None = None) -> Iterator[InventoryObject]:
     """The objects under ``prefix`` in ``bucket``, in key order, a page in memory at a time.
 
     :param client: a boto3 S3 client (the shell builds it from the user's AWS connection).
     :param exclude_prefix: keys under it are left out (where the publication is written).
     :param page_size: keys asked for per request (S3 answers at most 1,000).
+    :param skipped: counts the keys no URL can carry, which are left out (None: a new
+        :class:`.Skipped`, with the default share).
     :raises InventoryError: a request was refused or failed (bucket, prefix and action named),
-        a key cannot be published as a URL, or the store listed keys out of order.
+        too many keys cannot be published as URLs, or the store listed keys out of order.
     """
     where = f"the listing of s3://{bucket}/{prefix}"
-    yield from in_key_order(_listed(client, bucket, prefix, exclude_prefix, page_size, where),
-                            where)
+    skipping = skipped if skipped is not None else Skipped()
+    yield from in_key_order(skipping.counted(
+        _listed(client, bucket, prefix, exclude_prefix, page_size, skipping), where), where)
 
 
 def _listed(client: S3Client, bucket: str, prefix: str, exclude_prefix: str | None,
-            page_size: int, where: str) -> Iterator[InventoryObject]:
+            page_size: int, skipped: Skipped) -> Iterator[InventoryObject]:
     pages = client.get_paginator("list_objects_v2").paginate(
         Bucket=bucket, Prefix=prefix, PaginationConfig={"PageSize": page_size})
     with s3_errors("s3:ListBucket", bucket, prefix):
         for page in pages:
             for item in page.get("Contents", ()):
                 key = item["Key"]
-                if in_scope(key, prefix, exclude_prefix):
-                    yield InventoryObject(checked_key(key, where), item["Size"],
+                if in_scope(key, prefix, exclude_prefix) and skipped.key(key) is not None:
+                    yield InventoryObject(key, item["Size"],
                                           item.get("ETag", "").strip('"'),
                                           item["LastModified"].astimezone(UTC))

@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ...errors import InventoryError
-from .objects import InventoryObject, checked_key, in_scope
+from .objects import InventoryObject, in_scope
+from .skipped import Skipped
 
 __all__ = ["change_token", "walk_directory"]
 
@@ -35,13 +36,16 @@ def change_token(info: os.stat_result) -> str:
 
 
 def walk_directory(root: str | os.PathLike[str], prefix: str = "", *,
-                   exclude_prefix: str | None = None) -> Iterator[InventoryObject]:
+                   exclude_prefix: str | None = None,
+                   skipped: Skipped | None = None) -> Iterator[InventoryObject]:
     """The regular files under ``root`` as objects, in S3's key order.
 
     :param prefix: only keys under it are listed.
     :param exclude_prefix: keys under it are left out (where the publication is written).
-    :raises InventoryError: ``root`` or a directory under it cannot be read, or a file name
-        cannot be published as a URL.
+    :param skipped: counts the file names no URL can carry, which are left out (None: a new
+        :class:`.Skipped`, with the default share).
+    :raises InventoryError: ``root`` or a directory under it cannot be read, or too many file
+        names cannot be published as URLs.
     """
     base = Path(root)
     where = f"the directory {base}"
@@ -51,10 +55,15 @@ def walk_directory(root: str | os.PathLike[str], prefix: str = "", *,
     except OSError as exc:
         raise InventoryError(f"{where}: cannot be read ({exc}); give a readable directory") \
             from exc
+    skipping = skipped if skipped is not None else Skipped()
+    yield from skipping.counted(_files(base, prefix, exclude_prefix, skipping, where), where)
+
+
+def _files(base: Path, prefix: str, exclude_prefix: str | None, skipped: Skipped,
+           where: str) -> Iterator[InventoryObject]:
     for key, info in _walk(base, "", where, exclude_prefix):
-        if in_scope(key, prefix, exclude_prefix):
-            yield InventoryObject(checked_key(key, where), info.st_size,
-                                  change_token(info), _mtime(info))
+        if in_scope(key, prefix, exclude_prefix) and skipped.key(key) is not None:
+            yield InventoryObject(key, info.st_size, change_token(info), _mtime(info))
 
 
 def _walk(directory: Path, key_prefix: str, where: str,
@@ -95,7 +104,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 def _decoded(name: bytes) -> str:
     """A file name's bytes as text; bytes that are not UTF-8 become lone surrogates, which
-    :func:`checked_key` refuses with the key named."""
+    :class:`.Skipped` skips, counted."""
     return name.decode("utf-8", "surrogateescape")
 
 

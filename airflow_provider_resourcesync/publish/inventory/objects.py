@@ -1,11 +1,11 @@
 """An inventoried object, and the rules every inventory applies to its keys.
 
-A key is published as a URL (``base_url`` plus the percent-encoded key), so an inventory refuses
+A key is published as a URL (``base_url`` plus the percent-encoded key), so an inventory skips
 a key that no URL can carry faithfully: one that is empty, holds a control character (U+0000 to
 U+001F, U+007F to U+009F: HTTP clients and servers strip or refuse them), is not valid UTF-8
 (an S3 Inventory CSV key that URL-decodes to bytes that are not UTF-8, a file name that is not),
 or has a ``.`` or ``..`` segment (a client resolves those away, RFC 3986 section 5.2.4, and would
-fetch another object). The error names the key and says to rename the object or exclude it.
+fetch another object). Such a key is skipped and counted (:mod:`.skipped`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from ...errors import InventoryError
-from ...storage.base import shown_key
-
-__all__ = ["CONTROL", "InventoryObject", "checked_key", "fit", "in_scope"]
+__all__ = ["CONTROL", "InventoryObject", "fit", "in_scope", "unpublishable"]
 
 #: A control character: no key, ETag or version may hold one.
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
@@ -51,32 +48,24 @@ class InventoryObject:
     is_delete_marker: bool = False
 
 
-def checked_key(key: str, where: str) -> str:
-    """``key`` if a URL can carry it (see the module's rules).
-
-    :param where: the inventory it comes from, for the message.
-    :raises InventoryError: the key breaks a rule (the message names it and the rule).
-    """
+def unpublishable(key: str) -> str | None:
+    """Why a URL cannot carry ``key`` (see the module's rules); None if one can."""
     if key and _REFUSED_CHARACTER.search(key) is None and (
             ("/." not in key and key[0] != ".") or _DOT_SEGMENT.search(key) is None):
-        return key
+        return None
     if not key:
-        why = "is empty"
-    elif _SURROGATE.search(key):
-        why = "is not valid UTF-8"
-    elif CONTROL.search(key):
-        why = "holds a control character, which no URL can carry"
-    else:
-        why = "has a '.' or '..' segment, which a URL client resolves away"
-    raise InventoryError(
-        f"{where}: key {shown_key(key)} {why}, so it cannot be published as a URL; rename "
-        "the object, or move it out of the published prefix")
+        return "is empty"
+    if _SURROGATE.search(key):
+        return "is not valid UTF-8"
+    if CONTROL.search(key):
+        return "holds a control character, which no URL can carry"
+    return "has a '.' or '..' segment, which a URL client resolves away"
 
 
 def fit(lines: str) -> bool:
-    """Whether every key of ``lines`` (keys one a line, none empty) passes
-    :func:`checked_key`: a batch of keys checked at once, conservatively (a key with any
-    character that is not printable, a no-break space say, is left to :func:`checked_key`)."""
+    """Whether a URL can carry every key of ``lines`` (keys one a line, none empty): a batch
+    of keys checked at once, conservatively (a key with any character that is not printable, a
+    no-break space say, is left to :func:`unpublishable`)."""
     return lines.replace("\n", "").isprintable() and (
         ("/." not in lines and "\n." not in lines and lines[:1] != ".")
         or _DOT_SEGMENT_IN_LINES.search(lines) is None)

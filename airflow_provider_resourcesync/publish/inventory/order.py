@@ -2,7 +2,7 @@
 no particular order.
 
 Keys are compared as Python strings: code point order, which is the order of their UTF-8 bytes
-(the order S3 lists in) for the valid keys :func:`.objects.checked_key` lets through. On disk,
+(the order S3 lists in) for the keys :func:`.objects.unpublishable` lets through. On disk,
 entries (:mod:`.entries`) are sorted in runs (:mod:`.runs`): as their keys, the same order.
 """
 

@@ -2,17 +2,16 @@
 ``manifest.checksum``), then its data files in CSV gzip, ORC or Parquet, each checked against the
 size and MD5 the manifest gives.
 
-A CSV file is parsed as it streams and checked at its end; an ORC or Parquet one is copied to a
-temporary file, checked, then read (those formats need to seek). A report's rows come in no
-particular order: :meth:`InventoryReport.ordered` sorts them on disk, so every data file is read
-and checked before the first object comes out.
+A CSV file is parsed as it streams, in bounded memory (:mod:`.bounded`), and checked at its
+end; an ORC or Parquet one is copied to a temporary file, checked, then read (those formats
+need to seek). A report's rows come in no particular order: :meth:`InventoryReport.ordered`
+sorts them on disk, so every data file is read and checked before the first object comes out.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import io
 import shutil
 import tempfile
 import zlib
@@ -23,12 +22,14 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from ...errors import InventoryError
+from .bounded import CsvRows
 from .columnar import columnar_rows
 from .manifest import Manifest, read_manifest
 from .objects import InventoryObject
 from .order import Ordered, ordered_entries
 from .readers import ReportReader
 from .rows import BATCH, Fields, Scope, entries
+from .skipped import Skipped
 from .verified import Verified
 
 __all__ = ["InventoryReport", "read_report"]
@@ -56,18 +57,20 @@ class InventoryReport:
         :raises InventoryError: a data file is missing, truncated or corrupt, or a row breaks
             the schema (the data file's key and the row are named).
         """
-        return (InventoryObject(key, size, etag, datetime.fromisoformat(modified), version,
-                                latest, marker)
-                for key, size, etag, modified, version, latest, marker
-                in self._read(Fields.csv_rows, Fields.typed_rows))
+        return self.scope.skipped.counted((
+            InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, latest,
+                            marker)
+            for key, size, etag, modified, version, latest, marker
+            in self._read(Fields.csv_rows, Fields.typed_rows)), self.manifest.where)
 
     def ordered(self) -> Ordered:
         """The latest version of each object in scope (a latest delete marker included), in
         key order, sorted on disk."""
-        return ordered_entries(self._read(Fields.csv_entries, _typed_entries),
-                               self.manifest.where)
+        where = self.manifest.where
+        return ordered_entries(self.scope.skipped.counted_batches(
+            self._read(Fields.csv_entries, _typed_entries), where), where)
 
-    def _read(self, csv_read: Callable[[Fields, Iterator[list[str]], str, Scope], Iterator[T]],
+    def _read(self, csv_read: Callable[[Fields, CsvRows, str, Scope], Iterator[T]],
               typed_read: Callable[[Fields, Iterator[tuple[Any, ...]], str, Scope], Iterator[T]]
               ) -> Iterator[T]:
         """What ``csv_read`` or ``typed_read`` makes of each data file's rows, in turn."""
@@ -97,12 +100,10 @@ def _typed_entries(fields: Fields, rows: Iterator[tuple[Any, ...]], where: str,
 
 
 def _read_csv(verified: Verified, where: str,
-              read: Callable[[Iterator[list[str]], str], Iterator[T]]) -> Iterator[T]:
+              read: Callable[[CsvRows, str], Iterator[T]]) -> Iterator[T]:
     """What ``read`` makes of the rows of ``verified`` (at ``where``, which it is given)."""
-    text = io.TextIOWrapper(gzip.GzipFile(fileobj=verified, mode="rb"),
-                            encoding="utf-8", newline="")
     try:
-        yield from read(csv.reader(text, strict=True), where)
+        yield from read(CsvRows(verified, where), where)
     except InventoryError as exc:
         if not exc.rerun_helps:  # a row's error: a truncated or replaced file says so first
             verified.check()
@@ -115,14 +116,17 @@ def _read_csv(verified: Verified, where: str,
 
 
 def read_report(reader: ReportReader, manifest_key: str, prefix: str = "", *,
-                exclude_prefix: str | None = None) -> InventoryReport:
+                exclude_prefix: str | None = None,
+                skipped: Skipped | None = None) -> InventoryReport:
     """The report whose ``manifest.json`` is at ``manifest_key``.
 
     :param reader: where the report is (the inventory's destination bucket, or a directory).
     :param prefix: only keys under it are inventoried.
     :param exclude_prefix: keys under it are left out (where the publication is written).
+    :param skipped: counts the keys no URL can carry, which are left out (None: a new
+        :class:`.Skipped`, with the default share); too many fail the report's reading.
     :raises InventoryError: the manifest is missing, fails its checksum, or is not one S3
         writes (unknown format, no Key, Size, LastModifiedDate or ETag column).
     """
     return InventoryReport(reader, read_manifest(reader, manifest_key),
-                           Scope(prefix, exclude_prefix))
+                           Scope(prefix, exclude_prefix, skipped))

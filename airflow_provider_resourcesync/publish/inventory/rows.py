@@ -14,17 +14,18 @@ import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from itertools import compress, islice
+from itertools import compress
 from operator import and_, itemgetter
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from ...errors import InvalidValueError, InventoryError
 from ...protocol.datetimes import parse_datetime
-from ...storage.base import shown_key
+from .bounded import CsvRows
 from .entries import SEPARATOR
 from .manifest import column_name
-from .objects import CONTROL, checked_key, fit, in_scope
+from .objects import CONTROL, fit, in_scope, unpublishable
+from .skipped import Skipped
 
 __all__ = ["Fields", "Row", "Scope", "entries"]
 
@@ -49,11 +50,14 @@ def entries(rows: Iterable[Row]) -> list[str]:
 
 
 class Scope:
-    """Which keys are kept: under ``prefix``, not under ``exclude_prefix``."""
+    """Which keys are kept: under ``prefix``, not under ``exclude_prefix``; of those, the keys
+    no URL can carry are counted in ``skipped`` (None: a new :class:`.Skipped`) and left out."""
 
-    def __init__(self, prefix: str = "", exclude_prefix: str | None = None) -> None:
+    def __init__(self, prefix: str = "", exclude_prefix: str | None = None,
+                 skipped: Skipped | None = None) -> None:
         self.prefix = prefix
         self.exclude_prefix = exclude_prefix
+        self.skipped = skipped if skipped is not None else Skipped()
 
     def __contains__(self, key: str) -> bool:
         return in_scope(key, self.prefix, self.exclude_prefix)
@@ -74,8 +78,7 @@ class Fields:
         self.latest = index.get(column_name("IsLatest"))
         self.marker = index.get(column_name("IsDeleteMarker"))
 
-    def csv_entries(self, rows: Iterator[list[str]], where: str,
-                    scope: Scope) -> Iterator[list[str]]:
+    def csv_entries(self, rows: CsvRows, where: str, scope: Scope) -> Iterator[list[str]]:
         """The latest rows in ``scope`` of a CSV file, checked, as batches of entries: a batch
         of rows as S3 writes them is checked a column at a time (:meth:`_batch_entries`), any
         other by :meth:`csv_rows`, row by row, which names what is wrong.
@@ -83,7 +86,7 @@ class Fields:
         :raises InventoryError: a row breaks the schema (its number and what is wrong named).
         """
         number = 1
-        while batch := list(islice(rows, BATCH)):
+        for batch in rows.batches(BATCH, self.width):
             found = self._batch_entries(batch, scope)
             yield found if found is not None else entries(
                 self.csv_rows(iter(batch), where, scope, number))
@@ -124,7 +127,7 @@ class Fields:
                                         ("false",) * len(batch), strict=True))
         return list(found if chosen is None else compress(found, chosen))
 
-    def csv_rows(self, rows: Iterator[list[str]], where: str, scope: Scope,
+    def csv_rows(self, rows: Iterable[list[str]], where: str, scope: Scope,
                  first: int = 1) -> Iterator[Row]:
         """The rows in ``scope`` of a CSV file, checked (a loop of its own: it runs once per
         object of the bucket).
@@ -140,11 +143,15 @@ class Fields:
             if len(row) != width:
                 raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
                                                 f"names {width}")
-            key = _decoded(row[key_at], where, number)
+            key = _decoded(row[key_at])
             if not in_scope(key, prefix, excluded):
                 continue
             marker = marker_at is not None and _flag(row[marker_at], where, number)
             latest = latest_at is None or _flag(row[latest_at], where, number)
+            if unpublishable(key) is not None:
+                if latest:  # a key's other versions are not counted again
+                    scope.skipped.key(key)
+                continue
             text = row[size_at]
             if text.isdigit() and text.isascii():
                 size = int(text)
@@ -157,8 +164,8 @@ class Fields:
                 raise _row_error(where, number, "has no ETag")
             version = row[version_at] or None if version_at is not None else None
             _check_tokens(etag, version, where, number)
-            yield (checked_key(key, where + f", row {number}"), size, etag,
-                   _modified_text(row[modified_at], where, number), version, latest, marker)
+            yield (key, size, etag, _modified_text(row[modified_at], where, number), version,
+                   latest, marker)
 
     def typed_rows(self, rows: Iterator[tuple[Any, ...]], where: str,
                    scope: Scope) -> Iterator[Row]:
@@ -171,6 +178,10 @@ class Fields:
                 continue
             marker = bool(self.marker is not None and row[self.marker])
             latest = self.latest is None or row[self.latest] is not False
+            if unpublishable(key) is not None:
+                if latest:  # a key's other versions are not counted again
+                    scope.skipped.key(key)
+                continue
             size, modified, etag = row[self.size], row[self.modified], row[self.etag]
             if marker:
                 size, etag = size or 0, etag or ""
@@ -183,14 +194,14 @@ class Fields:
             version = row[self.version] if self.version is not None else None
             version = version if isinstance(version, str) and version else None
             _check_tokens(etag, version, where, number)
-            yield (checked_key(key, f"{where}, row {number}"), size, etag.strip('"'),
+            yield (key, size, etag.strip('"'),
                    (modified.replace(tzinfo=UTC) if modified.tzinfo is None
                     else modified.astimezone(UTC)).isoformat(), version, latest, marker)
 
 
 def _decoded_keys(encoded: Sequence[str]) -> list[str] | None:
     """CSV keys decoded and checked a batch at once (as :func:`_decoded` and
-    :func:`.objects.checked_key` would each); None where one of them fails."""
+    :func:`.objects.unpublishable` would each); None where one of them fails."""
     text = "\n".join(encoded)
     if "%" in text:
         text = text.replace("%2F", "/")
@@ -211,19 +222,14 @@ def _check_tokens(etag: str, version: str | None, where: str, number: int) -> No
         raise _row_error(where, number, "has a control character in its ETag or VersionId")
 
 
-def _decoded(text: str, where: str, number: int) -> str:
-    """A CSV key decoded; ``%2F`` (every ``/``) the fast way."""
+def _decoded(text: str) -> str:
+    """A CSV key decoded (``%2F``, every ``/``, the fast way); bytes that are not UTF-8 become
+    lone surrogates, which :func:`.objects.unpublishable` finds."""
     if "%" in text:
         text = text.replace("%2F", "/")
     if "%" not in text:
         return text.replace("+", " ")
-    try:
-        return unquote_to_bytes(text.replace("+", " ")).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InventoryError(
-            f"{where}, row {number}: key {shown_key(text)} is not valid UTF-8 once URL-decoded, "
-            "so it cannot be published as a URL; rename the object, or move it out of the "
-            "published prefix") from exc
+    return unquote_to_bytes(text.replace("+", " ")).decode("utf-8", "surrogateescape")
 
 
 def _modified_text(text: str, where: str, number: int) -> str:
