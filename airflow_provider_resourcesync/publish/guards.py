@@ -1,7 +1,7 @@
 """What a publishing run refuses before it writes anything: an inventory dated ahead of the
-machine's clock, a publication whose last window is (so no inventory is newer), and a run that
-would delete more than a set share of the collection (an empty or truncated report, another
-prefix's listing)."""
+machine's clock, a publication whose last window ends that far ahead (no inventory is newer:
+it is frozen), and a run that would delete more than a set share of the collection (an empty
+or truncated report, another prefix's listing)."""
 
 from __future__ import annotations
 

@@ -195,7 +195,6 @@ class Fields:
                    (modified.replace(tzinfo=UTC) if modified.tzinfo is None
                     else modified.astimezone(UTC)).isoformat(), version, latest, marker)
 
-
     def _check_bucket(self, row: Sequence[Any], where: str, number: int) -> None:
         """:raises InventoryError: ``row`` names another bucket than the one published."""
         if self.bucket_at is not None and row[self.bucket_at] != self.bucket:
