@@ -116,7 +116,7 @@ def write_reports(root: Path, count: int) -> None:
             iter(lambda rows=rows: list(islice(rows, FILE_ROWS)), [])))
         put_report(put, MANIFEST, data_files, file_format="CSV", file_schema=", ".join(COLUMNS),
                    created=created)
-    before = read_report(DirectoryReportReader(root / "a"), MANIFEST)
+    before = read_report(DirectoryReportReader(root / "a"), MANIFEST, bucket="source")
     for _ in keeping(LocalDestination(root / "a"), RECORD, before.ordered()):
         pass
 
@@ -136,8 +136,8 @@ def bare_read(root: Path) -> int:
 
 def two_reports(root: Path) -> int:
     """The changes between the two reports, both ordered."""
-    before = read_report(DirectoryReportReader(root / "a"), MANIFEST)
-    after = read_report(DirectoryReportReader(root / "b"), MANIFEST)
+    before = read_report(DirectoryReportReader(root / "a"), MANIFEST, bucket="source")
+    after = read_report(DirectoryReportReader(root / "b"), MANIFEST, bucket="source")
     return sum(1 for _ in changes(before.ordered(), after.ordered(), since=before.created,
                                   until=after.created))
 
@@ -145,7 +145,7 @@ def two_reports(root: Path) -> int:
 def real_run(root: Path) -> int:
     """The changes as a real run finds them: the previous objects record (in key order)
     against the new report ordered, the new record kept as it passes."""
-    after = read_report(DirectoryReportReader(root / "b"), MANIFEST)
+    after = read_report(DirectoryReportReader(root / "b"), MANIFEST, bucket="source")
     kept = keeping(LocalDestination(root / "b"), RECORD, after.ordered())
     return sum(1 for _ in changes(read_published(LocalDestination(root / "a"), RECORD), kept,
                                   since=START, until=after.created))

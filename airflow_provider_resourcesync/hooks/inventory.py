@@ -78,7 +78,7 @@ def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: s
     client = s3_client(aws_conn_id)
     key = unquote(manifest.path).lstrip("/")
     report = read_report(S3ReportReader(client, manifest.netloc), key, where.path,
-                         exclude_prefix=excluded, skipped=skipped)
+                         bucket=where.bucket, exclude_prefix=excluded, skipped=skipped)
     return Inventoried(report.ordered(), report.created, S3Bucket(client, where.bucket),
                        f"the S3 Inventory report {inventory}", excluded)
 

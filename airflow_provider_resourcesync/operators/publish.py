@@ -15,6 +15,7 @@ from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, inventory_of
 from ..lineage import Lineage
 from ..protocol.datetimes import format_datetime
+from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
@@ -72,13 +73,19 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         UTF-8, a ``.`` segment) are skipped, logged and counted in the XCom (``skipped``: a
         count and a few examples); the run fails once more than this share (0 to 1) of the
         keys are; 0: any one fails it.
+    :param max_deletions: the share of the objects last published a run may delete, 0 to 1
+        (rounded up to a whole object); a run that would delete more fails before it writes,
+        naming the count (an empty or truncated report, another prefix's listing). Templated:
+        to let one run delete more, render it from a param (``"{{ params.max_deletions }}"``)
+        and trigger that run with a larger one.
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
     """
 
     template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
-                                      "publish_url", "resource_dump", "aws_conn_id")
+                                      "publish_url", "resource_dump", "max_deletions",
+                                      "aws_conn_id")
     ui_color = "#fdebd0"
 
     def __init__(self, *, source: str, publish_to: str, base_url: str, inventory: str = LIST,
@@ -87,8 +94,11 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  hashes: Sequence[str] = ("md5",), resource_dump: bool | str = False,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  max_skipped_share: float = DEFAULT_SHARE,
+                 max_deletions: float | str = MAX_DELETIONS,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if not isinstance(max_deletions, str):
+            deletion_share(max_deletions)  # wrong when the DAG is parsed, unless templated
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
@@ -99,6 +109,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.base_url = base_url
         self.publish_url = publish_url
         self.resource_dump = resource_dump
+        self.max_deletions = max_deletions
         self.aws_conn_id = aws_conn_id
         self.add_outlets(destination_outlets(publish_to))
 
@@ -118,7 +129,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                                       publish_url=self.publish_url or None, size=self.size,
                                       algorithms=self.hashes,
                                       resource_dump=_switch(self.resource_dump, "resource_dump"),
-                                      resource_list_max_age=self.resource_list_max_age)
+                                      resource_list_max_age=self.resource_list_max_age,
+                                      max_deletions=deletion_share(self.max_deletions))
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])

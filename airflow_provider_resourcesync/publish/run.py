@@ -24,10 +24,10 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..errors import DocumentError
+from ..errors import DocumentError, PublishError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Metadata
@@ -47,6 +47,7 @@ from ..writer import (
 from .bucket import Bucket
 from .diff import Change as Diffed
 from .diff import changes
+from .guards import MAX_DELETIONS, Deletions, check_not_ahead, check_not_frozen
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, Planned, checked_algorithms, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
@@ -82,6 +83,8 @@ class Publication:
     :param resource_list_max_age: the Resource List is rewritten once the oldest run whose
         changes it lacks is this old (see :class:`~..writer.source_writer.SourceWriter`), and
         with it the Resource Dump; None: only once those changes pass a tenth of it.
+    :param max_deletions: the share of the objects last published a run may delete (rounded
+        up to a whole object); a run that would delete more writes nothing and fails.
     """
 
     destination: Destination
@@ -92,6 +95,7 @@ class Publication:
     algorithms: tuple[str, ...] = ("md5",)
     resource_dump: bool = False
     resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
+    max_deletions: float = MAX_DELETIONS
 
     def __post_init__(self) -> None:
         checked_algorithms(self.algorithms)
@@ -135,33 +139,46 @@ class _Saved:
 
 def publish(publication: Publication, inventory: Iterable[InventoryObject],
             inventory_time: datetime, bucket: Bucket, *,
-            log: Callable[[str], None] = lambda _: None) -> Published:
+            log: Callable[[str], None] = lambda _: None,
+            now: datetime | None = None) -> Published:
     """Publish what changed since the last run, as ``inventory`` (in key order: a listing, a
     directory walk, an ordered report) lists the collection at ``inventory_time``.
 
     A run killed before is carried out first. An inventory not newer than the last run's
     publishes nothing.
 
-    :raises InventoryError: the inventory cannot be read or holds what cannot be published.
-    :raises PublishError: an object cannot be read or packaged.
+    :param now: the machine's clock (None: read it), which ``inventory_time`` and the last
+        run's window may not be ahead of by more than :data:`~.guards.MAX_AHEAD`.
+    :raises InventoryError: the inventory cannot be read or holds what cannot be published,
+        or its time is ahead of ``now``.
+    :raises PublishError: an object cannot be read or packaged; the run would delete more
+        than :attr:`Publication.max_deletions` allows; the last run's window is ahead of
+        ``now``.
     :raises DocumentError: what the last run kept cannot be read.
     :raises DestinationError: the destination refused a write.
     """
     destination = publication.destination
+    now = now or datetime.now(UTC)
+    check_not_ahead(inventory_time, now)
     done = _finish_killed(publication, bucket, log)
     saved = done.saved if done is not None else _load_saved(publication)
     if saved is not None and inventory_time <= saved.time:
+        check_not_frozen(saved.time, now, destination.url + publication.location)
         log(f"the inventory of {format_datetime(inventory_time)} is not newer than the last "
-            f"run's window, up to {format_datetime(saved.time)}: nothing new to publish")
+            f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
+            "report published already, or the same time twice); the first inventory after "
+            "that publishes")
         checkpoint = _checkpoint(saved.time, saved.objects, list(saved.left))
         return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
     stamp = stamp_at(inventory_time)
     objects = _key(publication, f"{_OBJECTS}{stamp}.jsonl.gz")
-    before = _published_before(publication, saved, log)
-    diffed = changes(before, keeping(destination, objects, inventory),
-                     since=saved.time if saved else None, until=inventory_time)
+    deletions = Deletions()
+    before = deletions.published(_published_before(publication, saved, log))
+    diffed = deletions.changes(changes(before, keeping(destination, objects, inventory),
+                                       since=saved.time if saved else None, until=inventory_time))
     resources = base_url(publication.base_url)
     with DatedApart(_planned(change, resources) for change in diffed) as ordered:
+        _guarded(publication, deletions, inventory_time, objects)
         plan = Plan(saved.time if saved else None, max(inventory_time, ordered.last or
                                                        inventory_time), inventory_time, objects)
         plan_key = _key(publication, f"{_PLANS}{stamp}.jsonl.gz")
@@ -170,6 +187,17 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
             f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
         # the plan kept is for a run made again: this one reads its changes where they are
         return _carry_out(publication, plan_key, plan, iter(ordered), bucket, log).result
+
+
+def _guarded(publication: Publication, deletions: Deletions, inventory_time: datetime,
+             objects: str) -> None:
+    """:raises PublishError: the run deletes more than ``max_deletions`` allows (the objects
+    record the diff kept at ``objects`` is deleted first: the run leaves nothing)."""
+    try:
+        deletions.check(publication.max_deletions, inventory_time)
+    except PublishError:
+        publication.destination.delete(objects)
+        raise
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,10 +34,11 @@ def csv_gzip(rows: Iterable[Sequence[str]]) -> bytes:
 
 
 def put_report(put: Put, manifest_key: str, data_files: Iterable[tuple[str, bytes]], *,
-               file_format: str, file_schema: str, created: datetime) -> list[str]:
-    """A report of ``data_files`` (name, content; each put under ``data/`` of the
-    configuration ``manifest_key`` is in, as it comes) at ``manifest_key``; the data files'
-    keys."""
+               file_format: str, file_schema: str, created: datetime,
+               source_bucket: str = "source") -> list[str]:
+    """A report of the bucket ``source_bucket``, of ``data_files`` (name, content; each put
+    under ``data/`` of the configuration ``manifest_key`` is in, as it comes) at
+    ``manifest_key``; the data files' keys."""
     config = manifest_key.rsplit("/", 2)[0]
     files = []
     for name, data in data_files:
@@ -46,7 +47,7 @@ def put_report(put: Put, manifest_key: str, data_files: Iterable[tuple[str, byte
         files.append({"key": key, "size": len(data),
                       "MD5checksum": hashlib.md5(data).hexdigest()})
     manifest = json.dumps({
-        "sourceBucket": "source", "destinationBucket": "arn:aws:s3:::inventory",
+        "sourceBucket": source_bucket, "destinationBucket": "arn:aws:s3:::inventory",
         "version": "2016-11-30", "creationTimestamp": str(int(created.timestamp() * 1000)),
         "fileFormat": file_format, "fileSchema": file_schema, "files": files},
         indent=4).encode()

@@ -17,24 +17,27 @@ def run_example(name: str, logical_date: datetime | None = None) -> Any:
     return load_example_dag(name).test(logical_date=logical_date)
 
 
-def run_dag(dag_id: str, make: Callable[[], Any]) -> Any:
-    """A DAG of the tasks ``make`` makes, run with ``dag.test()``. ``dag.test()`` refuses a DAG
-    outside the DAGs folder that is not serialized ("the dag is not serialized"), so it is
-    written to the metadata DB first, as the DAG processor would, in the DAGs folder's bundle."""
+def run_dag(dag_id: str, make: Callable[[], Any], *, params: dict[str, Any] | None = None,
+            run_conf: dict[str, Any] | None = None) -> Any:
+    """A DAG of the tasks ``make`` makes (with ``params``), run with ``dag.test()`` (with
+    ``run_conf``). ``dag.test()`` refuses a DAG outside the DAGs folder that is not serialized
+    ("the dag is not serialized"), so it is written to the metadata DB first, as the DAG
+    processor would, in the DAGs folder's bundle."""
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.collection import update_dag_parsing_results_in_db
     from airflow.sdk import DAG
     from airflow.serialization.serialized_objects import LazyDeserializedDAG
     from airflow.utils.session import create_session
 
-    with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC)) as dag:
+    with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC),
+             params=params) as dag:
         make()
     with create_session() as session:
         DagBundlesManager().sync_bundles_to_db(session=session)
     with create_session() as session:
         update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
                                          {}, None, set(), session=session)
-    return dag.test()
+    return dag.test(run_conf=run_conf)
 
 
 def states(run: Any) -> dict[str, str]:

@@ -133,7 +133,7 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
         when = FIRST + number * DAY
         write_report(s3_put(s3_client, inventory), [inventoried(s3_client, source)],
                      manifest_key=f"cfg/daily/{when:%Y-%m-%d}T01-00Z/manifest.json",
-                     created=when + timedelta(hours=1))
+                     created=when + timedelta(hours=1), bucket=source)
         run = run_example("publish_bucket", when)
         assert states(run) == {"report": "success", "manifest": "success",
                                "publish": "success"}

@@ -33,7 +33,7 @@ def test_publish_bucket_triggered_without_a_logical_date_takes_the_days_report(
     now = datetime.now(UTC)
     write_report(s3_put(s3_client, inventory), [inventoried(s3_client, source)],
                  manifest_key=f"cfg/daily/{now:%Y-%m-%d}T01-00Z/manifest.json",
-                 created=now - timedelta(minutes=1))
+                 created=now - timedelta(minutes=1), bucket=source)
     for variable, value in {"RESOURCESYNC_PUBLISH_S3_SOURCE": f"s3://{source}/",
                             "RESOURCESYNC_INVENTORY_S3_URL": f"s3://{inventory}/cfg/daily/",
                             "RESOURCESYNC_PUBLISH_S3_URL": f"s3://{target}/rs/",

@@ -15,6 +15,8 @@ from airflow_provider_resourcesync.publish.inventory import InventoryObject
 from airflow_provider_resourcesync.testing.reports import Put, csv_gzip, form_encoded, put_report
 
 CREATED = datetime(2026, 11, 25, 1, 0, tzinfo=UTC)
+#: The bucket the reports are of, unless told.
+SOURCE = "source"
 #: S3's CSV columns, in its order, and the same for ORC and Parquet.
 CSV_COLUMNS = ("Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size",
                "LastModifiedDate", "ETag", "StorageClass")
@@ -37,9 +39,10 @@ def directory_put(root: Path) -> Put:
     return put
 
 
-def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS) -> list[str]:
+def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS,
+            bucket: str = SOURCE) -> list[str]:
     values = {
-        "Bucket": "source", "Key": form_encoded(item.key), "VersionId": item.version_id or "",
+        "Bucket": bucket, "Key": form_encoded(item.key), "VersionId": item.version_id or "",
         "IsLatest": str(item.is_latest).lower(),
         "IsDeleteMarker": str(item.is_delete_marker).lower(),
         "Size": "" if item.is_delete_marker else str(item.size),
@@ -50,13 +53,13 @@ def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS) -> list
 
 
 def columnar(items: Sequence[InventoryObject], file_format: str,
-             columns: Sequence[str] = CSV_COLUMNS) -> bytes:
+             columns: Sequence[str] = CSV_COLUMNS, bucket: str = SOURCE) -> bytes:
     import pyarrow as pa
     import pyarrow.orc as orc
     import pyarrow.parquet as parquet
 
     values = {
-        "Bucket": pa.array(["source"] * len(items)),
+        "Bucket": pa.array([bucket] * len(items)),
         "Key": pa.array([item.key for item in items]),
         "VersionId": pa.array([item.version_id for item in items], pa.string()),
         "IsLatest": pa.array([item.is_latest for item in items]),
@@ -89,17 +92,18 @@ def file_schema(file_format: str, columns: Sequence[str] = CSV_COLUMNS) -> str:
 def write_report(put: Put, parts: Sequence[Sequence[InventoryObject]], *,
                  file_format: str = "CSV", columns: Sequence[str] = CSV_COLUMNS,
                  manifest_key: str = MANIFEST, created: datetime = CREATED,
-                 schema: str | None = None) -> list[str]:
-    """A report of ``parts`` (one data file each) under ``manifest_key``'s configuration; the
-    data files' keys."""
+                 schema: str | None = None, bucket: str = SOURCE) -> list[str]:
+    """A report of ``bucket``'s ``parts`` (one data file each) under ``manifest_key``'s
+    configuration; the data files' keys."""
     def data_files() -> Iterator[tuple[str, bytes]]:
         for number, items in enumerate(parts):
             if file_format == "CSV":
-                yield f"part-{number}.csv.gz", csv_gzip(csv_row(item, columns) for item in items)
+                yield f"part-{number}.csv.gz", csv_gzip(csv_row(item, columns, bucket)
+                                                        for item in items)
             else:
                 yield (f"part-{number}.{file_format.lower()}",
-                       columnar(items, file_format, columns))
+                       columnar(items, file_format, columns, bucket))
     return put_report(put, manifest_key, data_files(), file_format=file_format,
                       file_schema=schema if schema is not None else file_schema(file_format,
                                                                                 columns),
-                      created=created)
+                      created=created, source_bucket=bucket)

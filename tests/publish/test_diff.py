@@ -18,7 +18,7 @@ from airflow_provider_resourcesync.publish.inventory import (
     walk_directory,
 )
 
-from .reports import MANIFEST, s3_put, write_report
+from .reports import MANIFEST, SOURCE, s3_put, write_report
 
 SINCE = datetime(2026, 11, 24, tzinfo=UTC)
 UNTIL = datetime(2026, 11, 25, tzinfo=UTC)
@@ -106,7 +106,7 @@ def test_a_versioned_report_in_s3_against_the_previous_snapshot(s3_client: Any,
         item("a b", version_id="ab1", is_latest=False),
     ]
     write_report(s3_put(s3_client, bucket), [rows[:3], rows[3:]], created=UNTIL)
-    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     found = list(changes(previous, report.ordered(), since=SINCE, until=report.created))
     assert kinds(found) == [
         ("a b", ChangeKind.UPDATED, SINCE + 3 * HOUR),

@@ -33,7 +33,9 @@ from tests.writer.records import kill_before_write
 
 from .test_publish_run import METHODS, validate_all, write
 
-T1 = datetime(2030, 1, 1, tzinfo=UTC)  # after every file's modification time
+#: After every file's modification time; each run is made as if the machine's clock were at
+#: the inventory's time (``publish(now=)``), later than the real one.
+T1 = datetime(2030, 1, 1, tzinfo=UTC)
 
 def killed_publish(root: Path, out: Path, kill_at: int, now: datetime, base: str, pub: str,
                    dump: bool) -> None:
@@ -43,7 +45,7 @@ def killed_publish(root: Path, out: Path, kill_at: int, now: datetime, base: str
     kill_before_write(destination, kill_at, deletes=True, under="")
     publication = Publication(destination, base_url=base, publish_url=pub,
                               size=PackageSize(entries=2), resource_dump=dump)
-    publish(publication, walk_directory(root), now, LocalBucket(root))
+    publish(publication, walk_directory(root), now, LocalBucket(root), now=now)
 
 
 def published_changes(out: Path, after: datetime) -> tuple[Counter[str], Counter[str]]:
@@ -87,7 +89,7 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
             return Publication(LocalDestination(out), base_url=base, publish_url=pub,
                                size=PackageSize(entries=2), resource_dump=dump)
 
-        publish(publication(start), walk_directory(root), T1, LocalBucket(root))
+        publish(publication(start), walk_directory(root), T1, LocalBucket(root), now=T1)
         bucket = ServedDirectory(web, root, "/bucket/")
         bucket.refresh()
         served = ServedDirectory(web, start, "/pub/")
@@ -116,7 +118,7 @@ def test_a_publishing_run_killed_before_any_write_and_made_again_publishes_each_
             killed_at.append(child.said)
             dumped_packages_there(out)
             publish(publication(out), walk_directory(root), T1 + timedelta(days=2),
-                    LocalBucket(root))  # made again, with a newer inventory
+                    LocalBucket(root), now=T1 + timedelta(days=2))  # made again, newer
             listed, packaged = published_changes(out, T1)
             assert set(listed) == set(packaged) == expected, (killed_at[-1], listed)
             assert max(listed.values()) == max(packaged.values()) == 1, killed_at[-1]
@@ -176,7 +178,7 @@ def test_a_first_publication_killed_at_any_write_then_quiet_runs_leaves_follower
 
             def run(days: int, publication: Publication = publication) -> int:
                 done = publish(publication, walk_directory(root), T1 + timedelta(days=days),
-                               LocalBucket(root))
+                               LocalBucket(root), now=T1 + timedelta(days=days))
                 served.refresh()
                 return done.changes
 

@@ -40,8 +40,9 @@ def test_lastmod_is_the_inventorys_last_modified_and_change_times_are_dated_apar
         manifest = f"cfg/daily/{day}/manifest.json"
         write_report(s3_put(s3_client, reports), [[
             InventoryObject(item["Key"], item["Size"], item["ETag"].strip('"'), modified)
-            for item in listed]], manifest_key=manifest, created=modified + timedelta(hours=1))
-        report = read_report(S3ReportReader(s3_client, reports), manifest)
+            for item in listed]], manifest_key=manifest, created=modified + timedelta(hours=1),
+            bucket=source)
+        report = read_report(S3ReportReader(s3_client, reports), manifest, bucket=source)
         publish(publication, report.ordered(), report.created, S3Bucket(s3_client, source))
 
     for key in ("a.txt", "b.txt", "c.txt"):

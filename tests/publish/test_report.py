@@ -19,6 +19,7 @@ from airflow_provider_resourcesync.errors import InventoryError
 from airflow_provider_resourcesync.publish.inventory import (
     DirectoryReportReader,
     InventoryObject,
+    InventoryReport,
     S3ReportReader,
     Skipped,
     bounded,
@@ -28,7 +29,7 @@ from airflow_provider_resourcesync.publish.inventory import (
 )
 from airflow_provider_resourcesync.testing import SourceServer
 
-from .reports import CREATED, MANIFEST, directory_put, s3_put, write_report
+from .reports import CREATED, MANIFEST, SOURCE, directory_put, s3_put, write_report
 
 T = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 #: Keys S3 Inventory's CSV encoding has to carry: space and plus, percent, tilde and star,
@@ -47,10 +48,15 @@ def utf8_sorted(items: list[InventoryObject]) -> list[InventoryObject]:
     return sorted(items, key=lambda item: item.key.encode())
 
 
+def directory_report(root: Path) -> InventoryReport:
+    """The report at :data:`MANIFEST` under ``root``, of the bucket :data:`SOURCE`."""
+    return read_report(DirectoryReportReader(root), MANIFEST, bucket=SOURCE)
+
+
 def test_a_csv_gzip_report_in_s3_reads_every_key_decoded(s3_client: Any, bucket: str) -> None:
     items = objects(TRICKY)
     write_report(s3_put(s3_client, bucket), [items[6:], items[:6]])
-    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     assert report.created == CREATED
     assert list(report.objects()) == items[6:] + items[:6]
     assert list(report.ordered()) == utf8_sorted(items)
@@ -59,7 +65,7 @@ def test_a_csv_gzip_report_in_s3_reads_every_key_decoded(s3_client: Any, bucket:
 def test_prefix_and_exclude_prefix_keep_the_publication_out(s3_client: Any, bucket: str) -> None:
     items = objects(["data/a", "data/pub/resourcesync/changedump.xml", "data/pub/x", "other"])
     write_report(s3_put(s3_client, bucket), [items])
-    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, "data/",
+    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, "data/", bucket=SOURCE,
                          exclude_prefix="data/pub/")
     assert [item.key for item in report.ordered()] == ["data/a"]
 
@@ -73,9 +79,8 @@ def test_folder_markers_are_not_published(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(rows, "BATCH", batch)
     items = objects(["folder/", "folder/a", "no\u00a0break", "x/y/", "x/y/z"])
     write_report(directory_put(tmp_path), [items], file_format=file_format)
-    assert [item.key for item in read_report(DirectoryReportReader(tmp_path), MANIFEST,
-                                             ).ordered()] == ["folder/a", "no\u00a0break",
-                                                              "x/y/z"]
+    report = directory_report(tmp_path)
+    assert [item.key for item in report.ordered()] == ["folder/a", "no\u00a0break", "x/y/z"]
 
 
 @pytest.mark.parametrize("file_format", ["Parquet", "ORC"])
@@ -83,17 +88,17 @@ def test_parquet_and_orc_reports_read_as_csv_does(s3_client: Any, bucket: str, t
                                                   file_format: str) -> None:
     items = objects(TRICKY)
     write_report(s3_put(s3_client, bucket), [items[:4], items[4:]], file_format=file_format)
-    from_s3 = read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+    from_s3 = read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     assert list(from_s3.ordered()) == utf8_sorted(items)
     write_report(directory_put(tmp_path), [items], file_format=file_format)
-    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).objects()) == items
+    assert list(directory_report(tmp_path).objects()) == items
 
 
 def test_a_report_without_the_optional_version_columns_reads(tmp_path: Path) -> None:
     items = objects(["b", "a"])
     columns = ("Bucket", "Key", "Size", "LastModifiedDate", "ETag")
     write_report(directory_put(tmp_path), [items], columns=columns)
-    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+    assert list(directory_report(tmp_path).ordered()) == \
         utf8_sorted(items)
 
 
@@ -106,7 +111,7 @@ def test_a_versioned_report_orders_the_latest_versions_and_delete_markers(
         InventoryObject("gone", 5, "e3", T - timedelta(days=2), "v3", False),
     ]
     write_report(s3_put(s3_client, bucket), [rows[2:], rows[:2]])
-    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     assert list(report.ordered()) == [rows[2], rows[0]]
 
 
@@ -114,8 +119,40 @@ def test_two_latest_versions_of_one_key_are_an_error(tmp_path: Path) -> None:
     rows = [InventoryObject("k", 1, "e1", T, "v1"), InventoryObject("k", 2, "e2", T, "v2")]
     write_report(directory_put(tmp_path), [rows])
     with pytest.raises(InventoryError, match="'k' comes twice") as caught:
-        list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered())
+        list(directory_report(tmp_path).ordered())
     assert "manifest.json" in str(caught.value) and not caught.value.rerun_helps
+
+
+# -- another bucket's report -------------------------------------------------------------------
+
+def test_another_buckets_report_is_refused_naming_both_buckets(s3_client: Any,
+                                                               bucket: str) -> None:
+    """A shared inventory bucket holds many buckets' reports side by side: one path segment
+    off, and the manifest read is another bucket's (its every object would be 'deleted')."""
+    write_report(s3_put(s3_client, bucket), [objects(["a", "b"])], bucket="other")
+    with pytest.raises(InventoryError) as caught:
+        read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
+    message = str(caught.value)
+    assert f"s3://{bucket}/{MANIFEST}" in message and "\n" not in message
+    assert "of bucket 'other' (its sourceBucket), not 'source', the bucket published" in message
+    assert not caught.value.rerun_helps
+
+
+@pytest.mark.parametrize("file_format", ["CSV", "Parquet", "ORC"])
+@pytest.mark.parametrize("batch", [4096, 2])
+def test_rows_of_another_bucket_are_refused_naming_both_buckets(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, batch: int) -> None:
+    """A data file whose rows name another bucket than the manifest does (and than the bucket
+    published), whether CSV rows are checked a batch at a time or one by one."""
+    monkeypatch.setattr(rows, "BATCH", batch)
+    keys = write_report(directory_put(tmp_path), [objects(["a", "b", "c"])],
+                        file_format=file_format, bucket="other")
+    rewrite_manifest(tmp_path, {"sourceBucket": SOURCE})
+    with pytest.raises(InventoryError) as caught:
+        list(directory_report(tmp_path).ordered())
+    message = str(caught.value)
+    assert keys[0] in message and "row 1 is of bucket 'other', not 'source'" in message
+    assert not caught.value.rerun_helps
 
 
 # -- bad input ---------------------------------------------------------------------------------
@@ -141,7 +178,7 @@ def test_a_manifest_that_fails_its_checksum_is_refused(tmp_path: Path) -> None:
     path = tmp_path / MANIFEST
     path.write_bytes(path.read_bytes().replace(b'"version"', b'"versio_"'))
     with pytest.raises(InventoryError, match=r"does not match manifest\.checksum") as caught:
-        read_report(reader, MANIFEST)
+        read_report(reader, MANIFEST, bucket=SOURCE)
     assert str(tmp_path / MANIFEST) in str(caught.value)
     assert not caught.value.rerun_helps and "re-run" not in str(caught.value)
 
@@ -150,7 +187,7 @@ def test_a_manifest_without_its_checksum_is_refused(tmp_path: Path) -> None:
     reader, _ = reader_with_report(tmp_path)
     (tmp_path / MANIFEST).with_name("manifest.checksum").unlink()
     with pytest.raises(InventoryError, match=r"manifest\.checksum: cannot be read"):
-        read_report(reader, MANIFEST)
+        read_report(reader, MANIFEST, bucket=SOURCE)
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -161,20 +198,21 @@ def test_a_manifest_without_its_checksum_is_refused(tmp_path: Path) -> None:
     ({"fileSchema": "Bucket, Key"}, "no Size, LastModifiedDate, ETag"),
     ({"creationTimestamp": "yesterday"}, "creationTimestamp is not milliseconds"),
     ({"files": [{"key": "x"}]}, "lacks a key, a size or an MD5checksum"),
+    ({"sourceBucket": None}, "'sourceBucket' is missing"),
 ])
 def test_a_manifest_s3_would_not_write_is_refused(tmp_path: Path, change: dict[str, Any],
                                                   message: str) -> None:
     reader, _ = reader_with_report(tmp_path)
     rewrite_manifest(tmp_path, change)
     with pytest.raises(InventoryError, match=message) as caught:
-        read_report(reader, MANIFEST)
+        read_report(reader, MANIFEST, bucket=SOURCE)
     assert "manifest.json" in str(caught.value) and not caught.value.rerun_helps
 
 
 def test_a_missing_data_file_is_named(s3_client: Any, bucket: str) -> None:
     keys = write_report(s3_put(s3_client, bucket), [objects(["a"]), objects(["b"])])
     s3_client.delete_object(Bucket=bucket, Key=keys[1])
-    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+    report = read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     with pytest.raises(InventoryError, match="NoSuchKey") as caught:
         list(report.ordered())
     assert f"s3://{bucket}/ key {keys[1]!r}" in str(caught.value)
@@ -189,7 +227,7 @@ def test_a_truncated_data_file_is_refused(tmp_path: Path, file_format: str) -> N
     path.write_bytes(whole[: len(whole) // 2])
     with pytest.raises(InventoryError, match=f"{len(whole) // 2} bytes, the manifest says "
                                              f"{len(whole)}") as caught:
-        list(read_report(reader, MANIFEST).ordered())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())
     assert keys[0] in str(caught.value) and "truncated" in str(caught.value)
 
 
@@ -200,7 +238,7 @@ def test_a_data_file_replaced_at_the_same_size_fails_its_md5(tmp_path: Path) -> 
     forged[4] ^= 1  # the gzip header's mtime: every row still reads, only the MD5 tells
     path.write_bytes(bytes(forged))
     with pytest.raises(InventoryError, match=r"MD5 [0-9a-f]{32}, the manifest says") as caught:
-        list(read_report(reader, MANIFEST).ordered())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())
     assert keys[1] in str(caught.value) and "corrupt or was replaced" in str(caught.value)
 
 
@@ -235,12 +273,14 @@ GOOD = '"source","k{n}","","true","false","{size}","2026-11-24T12:00:00.000Z","e
     (GOOD.format(n=2, size="1").replace('""', '"v\x07"'),
      "row 2 has a control character in its ETag or VersionId"),
     ('"sour"ce,"k3"\n', "not a whole CSV gzip file"),
+    (GOOD.format(n=2, size="1").replace('"source"', '"other"'),
+     "row 2 is of bucket 'other', not 'source', the bucket published"),
 ])
 def test_csv_rows_that_break_the_schema_are_named(tmp_path: Path, line: str,
                                                   message: str) -> None:
     reader = csv_report(tmp_path, [GOOD.format(n=1, size="1"), line])
     with pytest.raises(InventoryError, match=message) as caught:
-        list(read_report(reader, MANIFEST).ordered())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())
     assert "part-0.csv.gz" in str(caught.value) and not caught.value.rerun_helps
     assert "re-run" not in str(caught.value)
 
@@ -273,7 +313,8 @@ def test_keys_no_url_can_carry_are_skipped_and_counted(
         reader = DirectoryReportReader(tmp_path)
         first = "'k\\x7f' holds a control character, which no URL can carry"
     skipped = Skipped(share=0.5)
-    assert [item.key for item in read_report(reader, MANIFEST, skipped=skipped).ordered()] == \
+    report = read_report(reader, MANIFEST, bucket=SOURCE, skipped=skipped)
+    assert [item.key for item in report.ordered()] == \
         good
     assert skipped.count == 3
     assert skipped.examples == [
@@ -287,7 +328,7 @@ def test_too_many_keys_skipped_fail_the_report_naming_a_few(tmp_path: Path) -> N
     reader = csv_report(tmp_path, lines)
     with pytest.raises(InventoryError, match=r"3 of 6 keys cannot be published as URLs, more "
                                              r"than the 1\.00% that may be skipped") as caught:
-        list(read_report(reader, MANIFEST).ordered())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())
     assert "manifest.json" in str(caught.value) and "'k\\n' holds a control" in str(
         caught.value) and not caught.value.rerun_helps
 
@@ -300,7 +341,7 @@ def test_a_gzip_bomb_is_refused_in_bounded_memory_naming_the_data_file(tmp_path:
 
     reader = csv_report(tmp_path, [GOOD.format(n=1, size="1"), "," * 30_000_000 + "\n"])
     assert next((tmp_path / MANIFEST).parent.parent.glob("data/*")).stat().st_size < 100_000
-    report = read_report(reader, MANIFEST)
+    report = read_report(reader, MANIFEST, bucket=SOURCE)
     tracemalloc.start()
     try:
         with pytest.raises(InventoryError, match=r"part-0\.csv\.gz, row 2 is longer than "
@@ -318,7 +359,8 @@ def test_rows_are_batched_by_their_text_as_well_as_their_count(
     monkeypatch.setattr(bounded, "BATCH_BYTES", 2_000)
     items = objects([f"k{n:03d}/{'x' * (n % 50 + 1)}" for n in range(300)])
     write_report(directory_put(tmp_path), [items])
-    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+    report = read_report(DirectoryReportReader(tmp_path), MANIFEST, bucket=SOURCE)
+    assert list(report.ordered()) == \
         utf8_sorted(items)
 
 
@@ -333,11 +375,11 @@ def test_a_report_larger_than_memory_is_sorted_in_runs_on_disk(
     items = objects([f"{n}/{key}" for n in range(40) for key in TRICKY])
     random.Random(15).shuffle(items)
     write_report(directory_put(tmp_path), [items[:100], items[100:300], items[300:]])
-    assert list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered()) == \
+    assert list(directory_report(tmp_path).ordered()) == \
         utf8_sorted(items)
     write_report(directory_put(tmp_path), [items, [items[123]]])
     with pytest.raises(InventoryError, match="comes twice"):
-        list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered())
+        list(directory_report(tmp_path).ordered())
 
 
 def test_rows_checked_a_batch_at_a_time_read_as_rows_checked_one_by_one(
@@ -347,7 +389,7 @@ def test_rows_checked_a_batch_at_a_time_read_as_rows_checked_one_by_one(
     monkeypatch.setattr(rows, "BATCH", 4)
     items = objects([f"k{n:02d}" for n in range(12)] + ["no\u00a0break"])
     write_report(directory_put(tmp_path), [items])
-    fast = list(read_report(DirectoryReportReader(tmp_path), MANIFEST).ordered())
+    fast = list(directory_report(tmp_path).ordered())
     def line(n: int) -> str:
         etag = hashlib.md5(f"k{n:02d}".encode()).hexdigest()
         etag = f'""{etag}""' if n == 5 else etag  # CSV for "<etag>", quotes and all
@@ -357,13 +399,13 @@ def test_rows_checked_a_batch_at_a_time_read_as_rows_checked_one_by_one(
     lines = [line(n) for n in range(12)]
     assert fast[:12] == items[:12] and fast[12].key == "no\u00a0break"
     reader = csv_report(tmp_path, lines)
-    assert list(read_report(reader, MANIFEST).ordered()) == items[:12]
+    assert list(read_report(reader, MANIFEST, bucket=SOURCE).ordered()) == items[:12]
 
 
 def test_a_delete_marker_row_needs_no_size_or_etag(tmp_path: Path) -> None:
     line = '"source","k","v","true","true","","2026-11-24T12:00:00.000Z","","STANDARD"\n'
     reader = csv_report(tmp_path, [line])
-    assert list(read_report(reader, MANIFEST).ordered()) == [
+    assert list(read_report(reader, MANIFEST, bucket=SOURCE).ordered()) == [
         InventoryObject("k", 0, "", T, "v", True, True)]
 
 
@@ -373,7 +415,7 @@ def test_columnar_reports_without_pyarrow_say_what_to_install(
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)  # as if not installed
     with pytest.raises(InventoryError, match=r"pip install 'airflow-provider-resourcesync"
                                              r"\[parquet\]'") as caught:
-        list(read_report(reader, MANIFEST).objects())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).objects())
     assert "Parquet" in str(caught.value)
 
 
@@ -384,7 +426,7 @@ def test_access_denied_names_bucket_key_and_action(s3_client: Any, bucket: str) 
             "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
             "Resource": f"arn:aws:s3:::{bucket}/*"}]}))
     with pytest.raises(InventoryError) as caught:
-        read_report(S3ReportReader(s3_client, bucket), MANIFEST)
+        read_report(S3ReportReader(s3_client, bucket), MANIFEST, bucket=SOURCE)
     message = str(caught.value)
     assert f"s3://{bucket}/ key {MANIFEST!r}" in message and "s3:GetObject" in message
     assert "allow s3:GetObject" in message and not caught.value.rerun_helps
@@ -402,7 +444,7 @@ def test_a_connection_dropped_mid_data_file_is_an_error_a_rerun_can_fix(
     server.truncate(f"/inventory/{keys[0]}")
     reader = S3ReportReader(client, "inventory")
     with pytest.raises(InventoryError, match="s3:GetObject failed") as caught:
-        list(read_report(reader, MANIFEST).ordered())
+        list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())
     assert f"s3://inventory/ key {keys[0]!r}" in str(caught.value)
     assert caught.value.rerun_helps and "re-run" in str(caught.value)
-    assert len(list(read_report(reader, MANIFEST).ordered())) == 100 * len(TRICKY)
+    assert len(list(read_report(reader, MANIFEST, bucket=SOURCE).ordered())) == 100 * len(TRICKY)

@@ -1,7 +1,8 @@
 """An S3 Inventory report's ``manifest.json``, read and checked.
 
 S3 writes ``manifest.json`` and beside it ``manifest.checksum``, the MD5 of its bytes in hex;
-the manifest names the ``fileFormat`` (CSV, ORC or Parquet), the ``fileSchema`` (the columns),
+the manifest names the ``sourceBucket`` (the bucket inventoried), the ``fileFormat`` (CSV, ORC
+or Parquet), the ``fileSchema`` (the columns),
 ``creationTimestamp`` (milliseconds since the epoch: when S3 began scanning the bucket) and the
 data ``files``, each with its ``key`` in the destination bucket, ``size`` and ``MD5checksum``.
 Column names are compared without case and underscores: CSV's ``LastModifiedDate`` is ORC's and
@@ -50,6 +51,7 @@ class Manifest:
 
     :param columns: the ``fileSchema``'s column names, as :func:`column_name` makes them.
     :param created: the report's time (``creationTimestamp``), in UTC.
+    :param source_bucket: the bucket inventoried (``sourceBucket``).
     """
 
     key: str
@@ -58,6 +60,7 @@ class Manifest:
     columns: tuple[str, ...]
     files: tuple[DataFile, ...]
     created: datetime
+    source_bucket: str
 
 
 def column_name(name: str) -> str:
@@ -128,7 +131,8 @@ def _manifest(document: Any, key: str, where: str) -> Manifest:
         raise InventoryError(f"{where}: creationTimestamp is not milliseconds since the epoch "
                              f"({exc})") from exc
     files = tuple(_data_file(entry, where) for entry in field("files", list))
-    return Manifest(key, where, file_format, columns, files, created)
+    return Manifest(key, where, file_format, columns, files, created,
+                    field("sourceBucket", str))
 
 
 def _columns(schema: str, file_format: str) -> tuple[str, ...]:

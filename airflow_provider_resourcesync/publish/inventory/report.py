@@ -40,11 +40,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class InventoryReport:
-    """A report whose manifest was read and checked; its objects are read on demand."""
+    """A report of ``bucket`` whose manifest was read and checked; its objects are read on
+    demand."""
 
     reader: ReportReader
     manifest: Manifest
     scope: Scope
+    bucket: str
 
     @property
     def created(self) -> datetime:
@@ -55,7 +57,7 @@ class InventoryReport:
         """Every row in scope, every version, in the order of the data files.
 
         :raises InventoryError: a data file is missing, truncated or corrupt, or a row breaks
-            the schema (the data file's key and the row are named).
+            the schema or is of another bucket (the data file's key and the row are named).
         """
         return self.scope.skipped.counted((
             InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, latest,
@@ -74,7 +76,7 @@ class InventoryReport:
               typed_read: Callable[[Fields, Iterator[tuple[Any, ...]], str, Scope], Iterator[T]]
               ) -> Iterator[T]:
         """What ``csv_read`` or ``typed_read`` makes of each data file's rows, in turn."""
-        fields = Fields(self.manifest.columns)
+        fields = Fields(self.manifest.columns, self.bucket)
         for data_file in self.manifest.files:
             where = self.reader.where(data_file.key)
             with Verified(self.reader.open(data_file.key), where, data_file.size,
@@ -115,18 +117,26 @@ def _read_csv(verified: Verified, where: str,
     verified.check()
 
 
-def read_report(reader: ReportReader, manifest_key: str, prefix: str = "", *,
+def read_report(reader: ReportReader, manifest_key: str, prefix: str = "", *, bucket: str,
                 exclude_prefix: str | None = None,
                 skipped: Skipped | None = None) -> InventoryReport:
-    """The report whose ``manifest.json`` is at ``manifest_key``.
+    """The report of ``bucket`` whose ``manifest.json`` is at ``manifest_key``.
 
     :param reader: where the report is (the inventory's destination bucket, or a directory).
     :param prefix: only keys under it are inventoried.
+    :param bucket: the bucket published: the manifest's ``sourceBucket`` and each row's Bucket
+        must be it.
     :param exclude_prefix: keys under it are left out (where the publication is written).
     :param skipped: counts the keys no URL can carry, which are left out (None: a new
         :class:`.Skipped`, with the default share); too many fail the report's reading.
-    :raises InventoryError: the manifest is missing, fails its checksum, or is not one S3
-        writes (unknown format, no Key, Size, LastModifiedDate or ETag column).
+    :raises InventoryError: the manifest is missing, fails its checksum, is not one S3 writes
+        (unknown format, no Key, Size, LastModifiedDate or ETag column), or is another
+        bucket's.
     """
-    return InventoryReport(reader, read_manifest(reader, manifest_key),
-                           Scope(prefix, exclude_prefix, skipped))
+    manifest = read_manifest(reader, manifest_key)
+    if manifest.source_bucket != bucket:
+        raise InventoryError(
+            f"{manifest.where}: the report is of bucket {manifest.source_bucket[:70]!r} (its "
+            f"sourceBucket), not {bucket!r}, the bucket published; give the manifest.json of "
+            f"a report of {bucket!r}")
+    return InventoryReport(reader, manifest, Scope(prefix, exclude_prefix, skipped), bucket)

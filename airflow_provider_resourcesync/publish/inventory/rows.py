@@ -5,7 +5,8 @@ passes through as it is, so a row sorted on disk is parsed once, not formatted a
 
 S3 writes a CSV report's keys URL-encoded as an HTML form would be: a space as ``+``, every other
 byte outside ``A-Z a-z 0-9 . - _ *`` as ``%XX`` of its UTF-8 encoding. ORC and Parquet keys are
-plain. Delete markers have no size and no ETag; every other row must have both.
+plain. Delete markers have no size and no ETag; every other row must have both. A row's Bucket,
+where the report has the column, must be the bucket published.
 """
 
 from __future__ import annotations
@@ -65,11 +66,14 @@ class Scope:
 
 class Fields:
     """Where the fields used are in a row of ``columns`` (names as :func:`column_name` makes
-    them); VersionId, IsLatest and IsDeleteMarker may be absent."""
+    them), and the ``bucket`` a row must name; Bucket, VersionId, IsLatest and IsDeleteMarker
+    may be absent."""
 
-    def __init__(self, columns: Sequence[str]) -> None:
+    def __init__(self, columns: Sequence[str], bucket: str) -> None:
         self.width = len(columns)
+        self.bucket = bucket
         index = {name: position for position, name in enumerate(columns)}
+        self.bucket_at = index.get("bucket")
         self.key = index["key"]
         self.size = index["size"]
         self.modified = index["lastmodifieddate"]
@@ -96,7 +100,9 @@ class Fields:
         """The latest entries in ``scope`` of ``batch``, if its every row passes the checks of
         :meth:`csv_rows` and has S3's own forms (no delete marker, a time in UTC with a
         ``Z``); else None."""
-        if set(map(len, batch)) != {self.width}:
+        if set(map(len, batch)) != {self.width} or (
+                self.bucket_at is not None
+                and set(map(itemgetter(self.bucket_at), batch)) != {self.bucket}):
             return None
         keys = _decoded_keys(list(map(itemgetter(self.key), batch)))
         sizes, times, etags = (list(map(itemgetter(at), batch))
@@ -143,6 +149,7 @@ class Fields:
             if len(row) != width:
                 raise _row_error(where, number, f"has {len(row)} fields, the fileSchema "
                                                 f"names {width}")
+            self._check_bucket(row, where, number)
             key = _decoded(row[key_at])
             if not in_scope(key, prefix, excluded):
                 continue
@@ -171,6 +178,7 @@ class Fields:
                    scope: Scope) -> Iterator[Row]:
         """The rows in ``scope`` of an ORC or Parquet file (``None`` for a null), checked."""
         for number, row in enumerate(rows, 1):
+            self._check_bucket(row, where, number)
             key = row[self.key]
             if not isinstance(key, str):
                 raise _row_error(where, number, "has no key")
@@ -197,6 +205,14 @@ class Fields:
             yield (key, size, etag.strip('"'),
                    (modified.replace(tzinfo=UTC) if modified.tzinfo is None
                     else modified.astimezone(UTC)).isoformat(), version, latest, marker)
+
+    def _check_bucket(self, row: Sequence[Any], where: str, number: int) -> None:
+        """:raises InventoryError: ``row`` names another bucket than the one published."""
+        if self.bucket_at is not None and row[self.bucket_at] != self.bucket:
+            raise InventoryError(
+                f"{where}, row {number} is of bucket {str(row[self.bucket_at])[:70]!r}, not "
+                f"{self.bucket!r}, the bucket published: the data file is another bucket's; "
+                f"publish from a report of {self.bucket!r}")
 
 
 def _decoded_keys(encoded: Sequence[str]) -> list[str] | None:
