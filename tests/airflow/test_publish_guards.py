@@ -15,7 +15,7 @@ import pytest
 from airflow_provider_resourcesync.errors import ConfigurationError, InventoryError
 from airflow_provider_resourcesync.hooks.inventory import inventory_of
 from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
-from airflow_provider_resourcesync.publish.inventory import InventoryObject
+from airflow_provider_resourcesync.publish.inventory import InventoryObject, Skipped
 from tests.publish.reports import CREATED, s3_put, write_report
 from tests.publish.test_publish_run import write
 
@@ -32,11 +32,13 @@ def test_a_report_of_another_bucket_is_refused_naming_both(s3_client: Any, bucke
         write_report(s3_put(s3_client, inventory), [objects], bucket=name,
                      manifest_key=f"{name}/daily/2026-11-25T01-00Z/manifest.json")
     mine = f"s3://{inventory}/{source}/daily/2026-11-25T01-00Z/manifest.json"
-    listed = inventory_of(f"s3://{source}/", mine, f"s3://{bucket}/pub/", aws_conn_id=AWS_CONN_ID)
+    listed = inventory_of(f"s3://{source}/", mine, f"s3://{bucket}/pub/", aws_conn_id=AWS_CONN_ID,
+                          skipped=Skipped())
     assert len(list(listed.objects)) == 20
     theirs = mine.replace(f"/{source}/", f"/{other}/")
     with pytest.raises(InventoryError) as caught:
-        inventory_of(f"s3://{source}/", theirs, f"s3://{bucket}/pub/", aws_conn_id=AWS_CONN_ID)
+        inventory_of(f"s3://{source}/", theirs, f"s3://{bucket}/pub/", aws_conn_id=AWS_CONN_ID,
+                     skipped=Skipped())
     assert f"s3://{inventory}/{other}/daily/" in str(caught.value)
     assert f"of bucket {other!r} (its sourceBucket), not {source!r}" in str(caught.value)
 
