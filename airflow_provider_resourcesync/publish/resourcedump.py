@@ -28,7 +28,6 @@ from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
 from ..protocol.package import PackageWriter
 from ..protocol.reader import DocumentReader
 from ..protocol.writer import document_bytes
-from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..units import byte_size
 from ..writer import CAPABILITY_LIST, XML, SourceWriter, stamp_at
@@ -36,7 +35,8 @@ from .bucket import Bucket
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, fits_a_package, package_entry, staged_package
 
-__all__ = ["RESOURCE_DUMP", "dumped_at", "remove_resource_dump", "write_resource_dump"]
+__all__ = ["RESOURCE_DUMP", "drop_older_dumps", "dumped_at", "remove_resource_dump",
+           "write_resource_dump"]
 
 #: The Resource Dump (11.1), over the packages of the latest snapshot.
 RESOURCE_DUMP = RESERVED_PREFIX + "resourcedump.xml"
@@ -73,7 +73,6 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
     capability_list = writer.url(writer.key(CAPABILITY_LIST))
     folder = writer.key(_PACKAGES) + stamp_at(at)
     listed: list[Entry] = []
-    kept: set[str] = set()
     dumped = 0
     groups = _groups(_held(writer, objects, frozenset(left), log), size)
     for number, group in enumerate(groups, start=1):
@@ -88,7 +87,6 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
             destination, zip_key, writer.url(zip_key), head, algorithms,
             partial(_fill, group=group, bucket=bucket, log=log))
         destination.write_bytes(copy_key, package.manifest_bytes, XML)
-        kept |= {zip_key, copy_key}
         dumped += len(package.manifest.entries)
         listed.append(package_entry(writer.url(zip_key), written, writer.url(copy_key),
                                     Metadata(at=at)))
@@ -97,8 +95,19 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
     destination.write_bytes(writer.key(RESOURCE_DUMP), document_bytes(Document(
         Head(md=Metadata(capability="resourcedump", at=at),
              links=(Link(rel="up", href=capability_list),)), listed)), XML)
-    _delete_packages(destination, writer.key(_PACKAGES), keep=kept)
+    drop_older_dumps(writer, at)
     return dumped
+
+
+def drop_older_dumps(writer: SourceWriter, at: datetime) -> None:
+    """Delete the packages (and manifest copies) of Resource Dumps older than the one as of
+    ``at``, the one ``resourcedump.xml`` lists: after writing it, and again in a run made again
+    after one killed while deleting them (it finds the dump written, and writes none)."""
+    folder = writer.key(_PACKAGES)
+    current = folder + stamp_at(at) + "-"
+    for key in list(writer.destination.keys(folder)):
+        if not key.startswith(current):
+            writer.destination.delete(key)
 
 
 def _fill(package: PackageWriter, group: list[tuple[InventoryObject, Entry]], bucket: Bucket,
@@ -117,7 +126,8 @@ def remove_resource_dump(writer: SourceWriter) -> None:
     """Delete the Resource Dump and its packages (once no Capability List lists it)."""
     destination = writer.destination
     destination.delete(writer.key(RESOURCE_DUMP))
-    _delete_packages(destination, writer.key(_PACKAGES), keep=frozenset())
+    for key in list(destination.keys(writer.key(_PACKAGES))):
+        destination.delete(key)
 
 
 def _held(writer: SourceWriter, objects: Iterable[tuple[InventoryObject, str]],
@@ -150,10 +160,3 @@ def _groups(held: Iterable[tuple[InventoryObject, Entry]], size: PackageSize
         bytes_ += item.size
     if group:
         yield group
-
-
-def _delete_packages(destination: Destination, folder: str, keep: set[str] | frozenset[str]
-                     ) -> None:
-    for key in list(destination.keys(folder)):
-        if key not in keep:
-            destination.delete(key)

@@ -52,7 +52,13 @@ from .inventory.objects import InventoryObject
 from .packages import PackageSize, Planned, checked_algorithms, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
 from .published import keeping, read_published, rebuilt
-from .resourcedump import RESOURCE_DUMP, dumped_at, remove_resource_dump, write_resource_dump
+from .resourcedump import (
+    RESOURCE_DUMP,
+    drop_older_dumps,
+    dumped_at,
+    remove_resource_dump,
+    write_resource_dump,
+)
 
 __all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
 
@@ -241,7 +247,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
         if not dumps.index_exists():  # listing no Change Dump yet: a follower finds nothing new
             dumps.write_index([], start=plan.end if plan.start is None  # the snapshot's at
-                              else writer.series_start([]))
+                              else writer.series_start([], dumps))
         capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
                               md=Metadata(capability="changedump"))]
         checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
@@ -284,7 +290,7 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
     key = dumps.list_key(plan.end)
     earlier = [entry for entry in dumps.listed()  # not this run's, if it was killed and listed
                if not entry.loc.startswith(writer.url(key.removesuffix(".xml")))]
-    start = writer.series_start(earlier) or since
+    start = writer.series_start(earlier, dumps) or since
     listed: list[Entry] = []
     capability_list = writer.url(writer.key(CAPABILITY_LIST))
     for package in write_packages(cut(planned, publication.size, start, plan.end), bucket,
@@ -335,6 +341,8 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
         log("no Resource Dump yet: one is written with the next Resource List (the first run, "
             "or a compaction)")
         return []
+    elif at is not None:  # written by a run killed after it, maybe while dropping older ones
+        drop_older_dumps(writer, at)
     return [Entry(writer.url(writer.key(RESOURCE_DUMP)), md=Metadata(capability="resourcedump"))]
 
 

@@ -57,6 +57,18 @@ class Journal:
     def index_exists(self) -> bool:
         return self._documents.destination.exists(self._documents.key(self._index))
 
+    def start(self) -> datetime | None:
+        """The index's ``from``: where the series starts; None if there is no index.
+
+        :raises DocumentError: the index cannot be read.
+        """
+        documents = self._documents
+        key = documents.key(self._index)
+        if not documents.destination.exists(key):
+            return None
+        with documents.reader(key) as index:
+            return index.head.md.from_ if index.head.md is not None else None
+
     def list_key(self, now: datetime) -> str:
         """The key of the document of a save at ``now``."""
         return f"{self._documents.key(self._folder)}{stamp_at(now)}.xml"

@@ -170,7 +170,7 @@ class SourceWriter(ClosedOnExit):
         """Record an object (replacing what was recorded for its URI), changed ``when`` (None:
         now by the writer's clock) if it changed. Records are written in batches; every read
         sees them all."""
-        now = micros(when or self._clock(), "the change time")
+        now = micros(when or self._now(), "the change time")
         if not self._full:
             with self._lazy:
                 known, held = self._store.find(record.uri)
@@ -185,10 +185,17 @@ class SourceWriter(ClosedOnExit):
     def remove(self, uri: str, *, when: datetime | None = None) -> None:
         """Forget the object of ``uri`` (its key is kept for this run's Change List), removed
         ``when`` (None: now by the writer's clock)."""
-        now = micros(when or self._clock(), "the change time")
+        now = micros(when or self._now(), "the change time")
         held = self.get(uri)
         if held is not None:
             self._store.remove(uri, held.key, now)
+
+    def _now(self) -> datetime:
+        """The writer's clock, never at or behind the last save (a clock behind another
+        host's): a change dated before it would be dated before the Resource List's ``at``,
+        which a follower standing there, or baselining from it, takes as already had."""
+        now = self._clock()
+        return now if self._saved_at is None else max(now, self._saved_at + _TICK)
 
     def __len__(self) -> int:
         self._materialize()
@@ -314,11 +321,9 @@ class SourceWriter(ClosedOnExit):
 
     def _save_changes(self, checkpoint: dict[str, Any] | None) -> tuple[datetime, SavedRecord]:
         """The first half of a save (:meth:`saving`): its time, and the record it keeps."""
-        now = self._clock()
-        if self._saved_at is not None:
-            # a clock at or behind the one that saved before: just after it, so this save's
-            # Change List is named after the last one's instead of writing over it
-            now = max(now, self._saved_at + _TICK)
+        # a clock at or behind the one that saved before: just after it, so this save's
+        # Change List is named after the last one's instead of writing over it
+        now = self._now()
         last = self._store.last_change()
         # the first save writes no Change List: its Resource List is where Destinations start
         journal = self._saved_at is not None and last is not None
@@ -376,6 +381,8 @@ class SourceWriter(ClosedOnExit):
             [*self._capabilities(), *capabilities])
         documents.write(self.key(DESCRIPTION), Head(md=Metadata(capability="description")), [
             Entry(self.url(self.key(CAPABILITY_LIST)), md=Metadata(capability="capabilitylist"))])
+        if self._snapshot_at is None:  # a first save killed after its Resource List, made
+            self._snapshot_at = self._snapshot.at()  # again: kept, not read from the list later
         record = replace(saved, snapshot_at=self._snapshot_at).to_bytes()
         self.destination.write_bytes(self.key(CHECKPOINT), record, "application/json")
         self._store.clear_changes()
@@ -404,20 +411,24 @@ class SourceWriter(ClosedOnExit):
         under this writer's location."""
         return self._documents.key(name)
 
-    def series_start(self, listed: list[Entry]) -> datetime | None:
-        """Where the next document of a series (the journal, a publisher's Change Dumps) starts,
-        ``listed`` being those its index lists: the last one's ``until``, else the Resource
-        List's ``at``. Not the last save's time: saves that found nothing to list write no
-        document, and a document from their time would leave the time since the last one
-        covered by none, a gap for every follower standing there (docs/design.md,
-        "Continuity"). A killed save's document, listed after the save before, counts too.
+    def series_start(self, listed: list[Entry], series: Journal | None = None
+                     ) -> datetime | None:
+        """Where the next document of ``series`` (the journal by default; a publisher's Change
+        Dumps) starts, ``listed`` being those its index lists: the last one's ``until``; with
+        none listed yet, the index's own ``from`` (the first Resource List's ``at``: a later
+        one, rewritten by a compaction that changed nothing, would leave the time since the
+        first uncovered for a follower that baselined from it); else the Resource List's
+        ``at``. Not the last save's time: saves that found nothing to list write no document,
+        and a document from their time would leave the time since the last one covered by none,
+        a gap for every follower standing there (docs/design.md, "Continuity"). A killed save's
+        document, listed after the save before, counts too.
 
-        :raises DocumentError: the Resource List, needed, cannot be read.
+        :raises DocumentError: the index or the Resource List, needed, cannot be read.
         """
         last = listed[-1].md if listed else None
         if last is not None and last.until is not None:
             return last.until
-        return self._snapshot_at or self._snapshot.at()
+        return (series or self._journal).start() or self._snapshot_at or self._snapshot.at()
 
     def _stale(self, listed: list[Entry], now: datetime) -> bool:
         """Whether the oldest save whose changes the Resource List lacks (of the lists in
