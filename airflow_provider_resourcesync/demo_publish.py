@@ -50,9 +50,11 @@ def run_publish_demo(work: Path, *, log: bool = True) -> bool:
                        "RESOURCESYNC_PUBLISHED_DIR": str(published),
                        "RESOURCESYNC_PUBLISH_BASE_URL": files.url,
                        "RESOURCESYNC_PUBLISH_URL": publication.url,
+                       "RESOURCESYNC_PUBLISH_CHECK_CONN_ID": "resourcesync_default",
                        "RESOURCESYNC_MIRROR_DIR": str(mirror),
                        "RESOURCESYNC_CHANGES_FROM": "changedump"}):
             def run(dag_id: str, when: datetime | None = None) -> bool:
+                files.refresh()  # served as they are when the run checks their URLs
                 result = summarize(load_example_dag(dag_id).test(logical_date=when))
                 files.refresh()
                 publication.refresh()

@@ -289,7 +289,8 @@ def requests_on_s3() -> bool:
         listed = sum(1 for _ in list_bucket(client, "source"))
         pages = counted[("ListObjectsV2", "source")]
         publication = Publication(S3Destination(client, "published", "rs/"),
-                                  base_url="https://example.org/")
+                                  base_url="https://example.org/",
+                                  publish_url="https://example.org/rs/")
         counted.clear()
         publish(publication, list_bucket(client, "source"), START, S3Bucket(client, "source"))
         first = dict(sorted(counted.items()))

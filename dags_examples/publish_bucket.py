@@ -13,6 +13,9 @@ Variables (read when the DAG is parsed):
 - ``RESOURCESYNC_PUBLISH_RESOURCE_DUMP``: ``true`` to publish a Resource Dump beside each
   Resource List too (default ``false``; docs/publishing.md says what it costs);
 - ``RESOURCESYNC_AWS_CONN_ID``: the AWS connection (default ``aws_default``).
+- ``RESOURCESYNC_PUBLISH_CHECK_URLS``: objects whose URLs each run checks before it writes
+  (default 3; 0: none), with the settings of the ``resourcesync`` connection named in
+  ``RESOURCESYNC_PUBLISH_CHECK_CONN_ID`` (default none: public addresses only).
 
 Each day the sensor waits (rescheduling itself) for that day's report (the day the run's data
 interval ends; for a run triggered without a logical date, the day it runs), a task finds its
@@ -75,4 +78,6 @@ with DAG(
         publish_url=os.environ.get("RESOURCESYNC_PUBLISH_URL",
                                    "https://my-collection.example.org/resourcesync/"),
         resource_dump=os.environ.get("RESOURCESYNC_PUBLISH_RESOURCE_DUMP", "false"),
+        check_urls=int(os.environ.get("RESOURCESYNC_PUBLISH_CHECK_URLS", "3")),
+        resourcesync_conn_id=os.environ.get("RESOURCESYNC_PUBLISH_CHECK_CONN_ID"),
         aws_conn_id=AWS_CONN_ID)

@@ -7,6 +7,11 @@ Serve both with any web server: the objects under ``RESOURCESYNC_PUBLISH_BASE_UR
 ``http://localhost:8000/collection/``), the publication under ``RESOURCESYNC_PUBLISH_URL``
 (default ``http://localhost:8000/published/``).
 
+Each run first fetches a few files' URLs (``RESOURCESYNC_PUBLISH_CHECK_URLS``, default 3; 0:
+none) and fails if they do not serve the files; a server on a private address, as the default
+``localhost``, is checked only with a ``resourcesync`` connection allowing it
+(``allow_private``), named in ``RESOURCESYNC_PUBLISH_CHECK_CONN_ID``.
+
 The first run publishes a Resource List of every file; each later run the files created,
 changed and deleted since, in Change Dump packages and in a Change List. A Destination follows
 it with the ``mirror_to_local`` DAG once, then ``incremental_mirror`` (``RESOURCESYNC_CHANGES_FROM``
@@ -43,4 +48,6 @@ with DAG(
         base_url=os.environ.get("RESOURCESYNC_PUBLISH_BASE_URL",
                                 "http://localhost:8000/collection/"),
         publish_url=os.environ.get("RESOURCESYNC_PUBLISH_URL",
-                                   "http://localhost:8000/published/"))
+                                   "http://localhost:8000/published/"),
+        check_urls=int(os.environ.get("RESOURCESYNC_PUBLISH_CHECK_URLS", "3")),
+        resourcesync_conn_id=os.environ.get("RESOURCESYNC_PUBLISH_CHECK_CONN_ID"))

@@ -13,12 +13,14 @@ from airflow.sdk import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, inventory_of
+from ..hooks.resourcesync import ResourceSyncHook
 from ..lineage import Lineage
 from ..protocol.datetimes import format_datetime
 from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
+from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
 from ..shell import describe_outlet_events, destination_outlets
 from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
@@ -54,8 +56,11 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param publish_to: where the documents and packages go (templated): ``s3://bucket/prefix/``,
         ``file:///dir`` or ``/dir``; inside ``source`` it is left out of what is published.
     :param base_url: where the source's objects are served (templated): each resource's URI is
-        it plus the percent-encoded key.
-    :param publish_url: where ``publish_to`` is served (templated); None: its own URLs.
+        it plus the percent-encoded key, the whole key (the bucket's root, not the prefix
+        published). The publication's for life: a run given another fails.
+    :param publish_url: where ``publish_to`` is served (templated); required unless
+        ``publish_to`` is a local folder (None: its ``file://`` URLs). The publication's for
+        life, as ``base_url``.
     :param package_entries: changes a package holds at most (at most 50,000).
     :param package_bytes: bytes of bitstreams after which a package closes (an object larger
         goes alone in a package of its own).
@@ -78,6 +83,12 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         naming the count (an empty or truncated report, another prefix's listing). Templated:
         to let one run delete more, render it from a param (``"{{ params.max_deletions }}"``)
         and trigger that run with a larger one.
+    :param check_urls: objects whose URLs each run fetches, before it writes, and compares
+        with the bucket's bytes (and the Source Description at ``publish_url``, once there is
+        one); a URL answering an error or other bytes fails the run. 0: no check.
+    :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
+        TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
+        per request, public addresses only.
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
@@ -95,10 +106,17 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
+                 check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(max_deletions, str):
             deletion_share(max_deletions)  # wrong when the DAG is parsed, unless templated
+        if publish_to.startswith("s3://") and not publish_url:
+            raise ConfigurationError(
+                f"publish_url: required for {publish_to}: without it the documents link s3:// "
+                "URLs, which no follower can fetch. Give the http(s) URL it is served under")
+        self.check_urls = UrlCheck(check_urls).count
+        self.resourcesync_conn_id = resourcesync_conn_id
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
@@ -130,7 +148,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                                       algorithms=self.hashes,
                                       resource_dump=_switch(self.resource_dump, "resource_dump"),
                                       resource_list_max_age=self.resource_list_max_age,
-                                      max_deletions=deletion_share(self.max_deletions))
+                                      max_deletions=deletion_share(self.max_deletions),
+                                      url_check=self._url_check())
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])
@@ -145,6 +164,13 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                                  f"{skipped.count:,}", skipped.summary())
         return describe_outlet_events(context, self.outlets,
                                       {**done.checkpoint, SKIPPED: skipped.as_dict()})
+
+    def _url_check(self) -> UrlCheck | None:
+        if not self.check_urls:
+            return None
+        policy = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id).policy \
+            if self.resourcesync_conn_id else CHECK_POLICY
+        return UrlCheck(self.check_urls, policy)
 
     def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
         """Log where the run starts: the state saved at ``publish_to``; this task's previous

@@ -27,15 +27,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..errors import DocumentError, PublishError
+from ..errors import ConfigurationError, DocumentError, PublishError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Metadata
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, normalized, quoted_key
+from ..storage.local import LocalDestination
 from ..units import byte_size
 from ..writer import (
     CAPABILITY_LIST,
+    DESCRIPTION,
     RESOURCE_LIST_MAX_AGE,
     ObjectRecord,
     SourceWriter,
@@ -59,6 +61,7 @@ from .resourcedump import (
     remove_resource_dump,
     write_resource_dump,
 )
+from .urls import UrlCheck, UrlChecker, check_unchanged
 
 __all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
 
@@ -78,8 +81,9 @@ class Publication:
 
     :param destination: where the documents and packages are written.
     :param base_url: where the collection's objects are served (each ``loc`` is it plus the
-        percent-encoded key).
-    :param publish_url: where ``destination`` is served (None: its own URLs).
+        percent-encoded key); the publication's for life.
+    :param publish_url: where ``destination`` is served (None: its own ``file://`` URLs, for
+        a local folder only); the publication's for life.
     :param location: the key prefix of the documents at ``destination`` (``""`` or ending
         with ``/``).
     :param size: when a package closes.
@@ -91,6 +95,9 @@ class Publication:
         with it the Resource Dump; None: only once those changes pass a tenth of it.
     :param max_deletions: the share of the objects last published a run may delete (rounded
         up to a whole object); a run that would delete more writes nothing and fails.
+    :param url_check: how a run checks its URLs before it writes (:mod:`.urls`); None: not.
+    :raises ConfigurationError: no ``publish_url`` for a destination that is not a local
+        folder, or an unknown hash algorithm.
     """
 
     destination: Destination
@@ -102,9 +109,20 @@ class Publication:
     resource_dump: bool = False
     resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
     max_deletions: float = MAX_DELETIONS
+    url_check: UrlCheck | None = None
 
     def __post_init__(self) -> None:
         checked_algorithms(self.algorithms)
+        if self.publish_url is None and not isinstance(self.destination, LocalDestination):
+            raise ConfigurationError(
+                f"publish_url: none given for {self.destination.url}, which is not a local "
+                "folder: its documents would link its own URLs, which no follower can fetch. "
+                "Give the http(s) URL publish_to is served under")
+
+    def checker(self) -> UrlChecker | None:
+        """The run's URL checks, if it checks."""
+        return UrlChecker(self.url_check, self.base_url, self.publish_url) \
+            if self.url_check is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +139,14 @@ class Published:
 
 @dataclass(frozen=True, slots=True)
 class _Saved:
-    """The last run's checkpoint: the end of its window, its objects record, what it left."""
+    """The last run's checkpoint: the end of its window, its objects record, what it left, and
+    the publication's URLs (``base_url``, ``publish_url``; None where an earlier version saved
+    none)."""
 
     time: datetime
     objects: str
     left: tuple[str, ...]
+    urls: tuple[str, str | None] | None = None
 
     @classmethod
     def of(cls, checkpoint: dict[str, Any] | None, url: str) -> _Saved | None:
@@ -135,8 +156,10 @@ class _Saved:
             left = checkpoint["left"]
             if checkpoint["version"] != _VERSION or not isinstance(left, list):
                 raise ValueError(f"version {checkpoint['version']!r}")
+            urls = (str(checkpoint["base_url"]), checkpoint["publish_url"]) \
+                if "base_url" in checkpoint else None
             return cls(parse_datetime(checkpoint["time"]), str(checkpoint["objects"]),
-                       tuple(str(key) for key in left))
+                       tuple(str(key) for key in left), urls)
         except (KeyError, TypeError, ValueError) as exc:
             raise DocumentError(f"not a publication's checkpoint ({exc}): publish to another "
                                 "location, or delete it to publish from scratch",
@@ -159,13 +182,30 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
         or its time is ahead of ``now``.
     :raises PublishError: an object cannot be read or packaged; the run would delete more
         than :attr:`Publication.max_deletions` allows; the last run's window is ahead of
-        ``now``.
+        ``now``; ``base_url`` or ``publish_url`` is not the publication's, or does not serve
+        what it should (:attr:`Publication.url_check`).
     :raises DocumentError: what the last run kept cannot be read.
     :raises DestinationError: the destination refused a write.
     """
-    destination = publication.destination
     now = now or datetime.now(UTC)
     check_not_ahead(inventory_time, now)
+    _check_unchanged(publication, log)
+    checker = publication.checker()
+    try:
+        return _published(publication, inventory, inventory_time, bucket, log, now, checker)
+    finally:
+        if checker is not None:
+            checker.close()
+
+
+def _published(publication: Publication, inventory: Iterable[InventoryObject],
+               inventory_time: datetime, bucket: Bucket, log: Callable[[str], None],
+               now: datetime, checker: UrlChecker | None) -> Published:
+    """:func:`publish`, its URLs checked by ``checker`` (None: not checked)."""
+    destination = publication.destination
+    if checker is not None and checker.document(destination, _key(publication, DESCRIPTION)):
+        log(f"publish_url serves the publication: {checker.publish_url} serves its Source "
+            "Description as stored")
     done = _finish_killed(publication, bucket, log)
     saved = done.saved if done is not None else _load_saved(publication)
     if saved is not None and inventory_time <= saved.time:
@@ -174,8 +214,12 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
             f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
             "report published already, or the same time twice); the first inventory after "
             "that publishes")
-        checkpoint = _checkpoint(saved.time, saved.objects, list(saved.left))
+        checkpoint = _checkpoint(publication, saved.time, saved.objects, list(saved.left))
         return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
+    if checker is not None:
+        inventory = checker.sampled(inventory)
+        log(f"base_url serves the objects: {checker.objects(bucket):,} of them fetched from "
+            f"{checker.resources} and compared with the bucket's bytes")
     stamp = stamp_at(inventory_time)
     objects = _key(publication, f"{_OBJECTS}{stamp}.jsonl.gz")
     deletions = Deletions()
@@ -250,7 +294,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                               else writer.series_start([], dumps))
         capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
                               md=Metadata(capability="changedump"))]
-        checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
+        checkpoint = _checkpoint(publication, plan.end, plan.objects, tally.left)
         with writer.saving(checkpoint=checkpoint) as saving:
             saving.capabilities.extend(capabilities)
             if publication.resource_dump:
@@ -397,9 +441,33 @@ def _load_saved(publication: Publication) -> _Saved | None:
                      destination.object_url(checkpoint_key(publication.location)))
 
 
-def _checkpoint(time: datetime, objects: str, left: list[str]) -> dict[str, Any]:
+def _checkpoint(publication: Publication, time: datetime, objects: str, left: list[str]
+                ) -> dict[str, Any]:
+    base, public = _urls(publication)
     return {"version": _VERSION, "time": format_datetime(time), "objects": objects,
-            "left": left}
+            "left": left, "base_url": base, "publish_url": public}
+
+
+def _urls(publication: Publication) -> tuple[str, str | None]:
+    """``base_url`` and ``publish_url`` as kept: each ending with ``/``."""
+    public = publication.publish_url
+    return base_url(publication.base_url), base_url(public) if public is not None else None
+
+
+def _check_unchanged(publication: Publication, log: Callable[[str], None]) -> None:
+    """:raises PublishError: ``base_url`` or ``publish_url`` is not the one the publication
+    was made with."""
+    saved = _load_saved(publication)
+    if saved is None:
+        return
+    if saved.urls is None:
+        log("the publication's checkpoint, from an earlier version, keeps no URLs: this run's "
+            "base_url and publish_url are kept, and later runs must give the same")
+        return
+    where = publication.destination.url + publication.location
+    for name, kept, given in zip(("base_url", "publish_url"), saved.urls, _urls(publication),
+                                 strict=True):
+        check_unchanged(name, kept, given, where)
 
 
 def _key(publication: Publication, name: str) -> str:

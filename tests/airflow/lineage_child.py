@@ -29,12 +29,14 @@ with SourceServer(max_lifetime=300) as server:
         "RESOURCESYNC_PUBLISH_BASE_URL": collection.url,
         "RESOURCESYNC_PUBLISH_URL": published.url,
         "RESOURCESYNC_MIRROR_DIR": str(work / "mirror"),
+        "RESOURCESYNC_PUBLISH_CHECK_CONN_ID": "resourcesync_default",
         "AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps({
             "conn_type": "resourcesync", "host": published.url + "capabilitylist.xml",
             "extra": {"allow_private": True}})})
     from airflow.utils.db import upgradedb  # the first airflow import: after the environment
 
     upgradedb()
+    collection.refresh()  # served when the run checks its URLs
     states = [load_example_dag("publish_directory").test(logical_date=datetime.now(UTC)).state]
     collection.refresh()
     published.refresh()

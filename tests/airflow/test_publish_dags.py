@@ -43,7 +43,8 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
                             "RESOURCESYNC_PUBLISHED_DIR": str(published),
                             "RESOURCESYNC_PUBLISH_BASE_URL": web.url("/collection/"),
                             "RESOURCESYNC_PUBLISH_URL": web.url("/published/"),
-                            "RESOURCESYNC_MIRROR_DIR": str(mirror)}.items():
+                            "RESOURCESYNC_MIRROR_DIR": str(mirror),
+                            "RESOURCESYNC_PUBLISH_CHECK_CONN_ID": "resourcesync_default"}.items():
             monkeypatch.setenv(name, value)
         monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
             "conn_type": "resourcesync", "host": web.url("/published/"),
@@ -52,6 +53,7 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
                                                                              "/published/")
 
         def publish_day(day: int) -> dict[str, object]:
+            served[0].refresh()  # the files as the run's URL checks find them
             run = run_example("publish_directory", FIRST + day * DAY)
             assert states(run) == {"publish": "success"}
             for directory in served:
@@ -115,6 +117,7 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
                         "RESOURCESYNC_PUBLISH_BASE_URL": base_url,
                         "RESOURCESYNC_PUBLISH_URL": publish_url,
                         "RESOURCESYNC_PUBLISH_RESOURCE_DUMP": "true",
+                        "RESOURCESYNC_PUBLISH_CHECK_CONN_ID": "resourcesync_default",
                         "RESOURCESYNC_AWS_CONN_ID": AWS_CONN_ID}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({

@@ -38,6 +38,7 @@ def test_publish_bucket_triggered_without_a_logical_date_takes_the_days_report(
                             "RESOURCESYNC_INVENTORY_S3_URL": f"s3://{inventory}/cfg/daily/",
                             "RESOURCESYNC_PUBLISH_S3_URL": f"s3://{target}/rs/",
                             "RESOURCESYNC_PUBLISH_BASE_URL": f"{s3_endpoint}/{source}/",
+                            "RESOURCESYNC_PUBLISH_CHECK_URLS": "0",  # served nowhere
                             "RESOURCESYNC_AWS_CONN_ID": AWS_CONN_ID}.items():
         monkeypatch.setenv(variable, value)
     run = run_example("publish_bucket")  # no logical date
@@ -56,6 +57,7 @@ def test_publish_directory_without_a_logical_date_skips_a_bad_name_and_counts_it
         file.write(b"{}\n")
     monkeypatch.setenv("RESOURCESYNC_PUBLISH_DIR", str(root))
     monkeypatch.setenv("RESOURCESYNC_PUBLISHED_DIR", str(published))
+    monkeypatch.setenv("RESOURCESYNC_PUBLISH_CHECK_URLS", "0")  # served nowhere
     run = run_example("publish_directory")  # no logical date
     assert states(run) == {"publish": "success"}
     done = xcom(run, "publish")

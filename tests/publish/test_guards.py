@@ -45,7 +45,8 @@ class ReportPublishing:
     def __init__(self, client: Any, bucket: str) -> None:
         self.client, self.bucket = client, bucket
         self.destination = S3Destination(client, bucket, "pub/")
-        self.publication = Publication(self.destination, base_url="https://example.org/")
+        self.publication = Publication(self.destination, base_url="https://example.org/",
+                                       publish_url="https://example.org/pub/")
         self.reports = 0
 
     def run(self, keys: list[str], created: datetime, **options: Any) -> Published:
