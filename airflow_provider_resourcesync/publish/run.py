@@ -115,7 +115,7 @@ class Publication:
         checked_algorithms(self.algorithms)
         if self.publish_url is None and not isinstance(self.destination, LocalDestination):
             raise ConfigurationError(
-                f"publish_url: none given for {self.destination.url}, which is not a local "
+                f"publish_url: none given for {self.destination.url} ; it is not a local "
                 "folder: its documents would link its own URLs, which no follower can fetch. "
                 "Give the http(s) URL publish_to is served under")
 
