@@ -124,21 +124,21 @@ class WriterModel(RuleBasedStateMachine):
         """Not killed: a publisher's first run killed after its Resource List and made again
         keeps no snapshot time, and a later run killed after a compaction then fails on every
         try (found 2; tests/publish/test_killed_publish.py kills first runs)."""
-        self._run(self._tick(), None)
+        self.run(self.tick(), None)
 
     @rule(changed=few_changes, kill=kills)
     def change(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
-        self._change(changed)
-        self._run(self._tick(), kill)
+        self.apply(changed)
+        self.run(self.tick(), kill)
 
     @rule(kill=kills)
     def quiet(self, kill: int | None) -> None:
-        self._run(self._tick(), kill)
+        self.run(self.tick(), kill)
 
     @rule(changed=many_changes, kill=kills)
     def compact(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
-        self._change(changed)
-        self._run(self._tick(), kill)
+        self.apply(changed)
+        self.run(self.tick(), kill)
 
     @precondition(lambda self: isinstance(self.source, Mirror) and bool(self.expected))
     @rule(changed=changes(0, 2), kill=kills)
@@ -146,8 +146,8 @@ class WriterModel(RuleBasedStateMachine):
         """The mirror baselines again (removing what the Source no longer lists): a compaction,
         its changes in its Change List too. Not before the first Change List: a baseline that
         changes nothing then moves the start of the first list past the followers (found 5)."""
-        self._change(changed)
-        self._run(self._tick(), kill, rebaseline=True)
+        self.apply(changed)
+        self.run(self.tick(), kill, rebaseline=True)
 
     @rule(changed=few_changes, kill=kills)
     def clock_back(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
@@ -159,8 +159,8 @@ class WriterModel(RuleBasedStateMachine):
         when = self.last - timedelta(hours=1)
         if isinstance(self.source, Mirror):
             when = max(when, self.audit.snapshot_at() + timedelta(milliseconds=1))
-        self._change(changed, when)
-        self._run(when, kill)
+        self.apply(changed, when)
+        self.run(when, kill)
 
     # -- followers ---------------------------------------------------------------------------
 
@@ -207,9 +207,9 @@ class WriterModel(RuleBasedStateMachine):
     def teardown(self) -> None:
         self.made.close()
 
-    # -- steps -------------------------------------------------------------------------------
+    # -- what a step is made of --------------------------------------------------------------
 
-    def _tick(self) -> datetime:
+    def tick(self) -> datetime:
         """Now, and never the time a run was given before."""
         now = datetime.now(UTC)
         if self.last is not None:
@@ -221,7 +221,8 @@ class WriterModel(RuleBasedStateMachine):
         version = next(self.versions)
         return f"{name}, version {version}\n".encode() * (1 + version % 4)
 
-    def _change(self, changed: list[tuple[int, bool]], when: datetime | None = None) -> None:
+    def apply(self, changed: list[tuple[int, bool]], when: datetime | None = None) -> None:
+        """Make ``changed`` in the collection (dated ``when`` where it can be)."""
         for number, delete in changed:
             name = NAMES[number]
             body = None if name in self.collection and delete else self._body(name)
@@ -231,7 +232,8 @@ class WriterModel(RuleBasedStateMachine):
             else:
                 self.collection[name] = body
 
-    def _run(self, now: datetime, kill: KillAt | None, *, rebaseline: bool = False) -> None:
+    def run(self, now: datetime, kill: KillAt | None, *, rebaseline: bool = False) -> None:
+        """The Source runs as of ``now``; what it publishes, the model expects listed."""
         if not self.source.run(now, kill=kill, rebaseline=rebaseline):
             self.pending = True
             return
