@@ -327,7 +327,10 @@ class SourceWriter(ClosedOnExit):
         last = self._store.last_change()
         # the first save writes no Change List: its Resource List is where Destinations start
         journal = self._saved_at is not None and last is not None
-        listed = self._journal.listed() if journal or self._changelist is None else []
+        # a quiet save reads the index too where the Resource List's age is bounded: the
+        # changes it lacks may have come before it
+        listed = self._journal.listed() if journal or self._changelist is None or (
+            self._max_age is not None and self._saved_at is not None) else []
         # no index yet (a first save; a collection saved before there was one, or by a save
         # killed before the index of its first list, replayed on load): one is written, with
         # no list yet, so that a follower's incremental run finds nothing new where nothing
@@ -363,7 +366,7 @@ class SourceWriter(ClosedOnExit):
         # changes no Change List holds (no checkpoint.json to go on from) go in the snapshot
         if self._compact or self._full or (last is not None and not journal) or (
                 index.delta_records > _COMPACT_AT * index.snapshot_records) or (
-                journal and self._stale(listed, now)):
+                self._saved_at is not None and self._stale(listed, now, changed=journal)):
             self._materialize()
             self._snapshot.write(now, self._store.rows())
             self._snapshot_at = now
@@ -430,16 +433,19 @@ class SourceWriter(ClosedOnExit):
             return last.until
         return (series or self._journal).start() or self._snapshot_at or self._snapshot.at()
 
-    def _stale(self, listed: list[Entry], now: datetime) -> bool:
+    def _stale(self, listed: list[Entry], now: datetime, *, changed: bool) -> bool:
         """Whether the oldest save whose changes the Resource List lacks (of the lists in
-        ``listed``, else this one) is ``resource_list_max_age`` old at ``now``. A list's ``until``,
-        not its ``from``: after a quiet spell a list starts where the last one ended, long
-        before its first change."""
+        ``listed``, else this one if it ``changed`` anything) is ``resource_list_max_age`` old
+        at ``now``; a quiet save compacts too, so the bound holds when changes stop. A list's
+        ``until``, not its ``from``: after a quiet spell a list starts where the last one ended,
+        long before its first change."""
         if self._max_age is None:
             return False
         at = self._snapshot_at or self._snapshot.at()
         lacked = [entry.md.until for entry in listed if entry.md is not None
                   and entry.md.until is not None and (at is None or entry.md.until > at)]
+        if not (lacked or changed):
+            return False
         return now - min(lacked, default=now) >= self._max_age
 
     def series(self, capability: str, index: str, folder: str) -> Journal:

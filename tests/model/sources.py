@@ -24,7 +24,6 @@ from airflow_provider_resourcesync.publish.packages import PackageSize
 from airflow_provider_resourcesync.publish.run import Publication, publish
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper
-from airflow_provider_resourcesync.storage.state import MirrorState
 from airflow_provider_resourcesync.sync import baseline, incremental
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import (
@@ -33,6 +32,7 @@ from airflow_provider_resourcesync.testing import (
     ServedDirectory,
     SourceServer,
 )
+from airflow_provider_resourcesync.writer import RESOURCE_LIST_MAX_AGE, MirrorState
 from tests.sync.conftest import client_for
 
 from .killing import KillAt, Killed, killed_at
@@ -177,6 +177,8 @@ class Publisher(Source):
         self.collection = collection
         self.store = store
         self.published: datetime | None = None
+        #: The Resource List's age bound (a test may make it short).
+        self.max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
 
     def change(self, name: str, body: bytes | None, when: datetime | None = None) -> None:
         self.collection.write(name, body, when)
@@ -189,7 +191,8 @@ class Publisher(Source):
         def once(destination: Destination) -> int:
             publication = Publication(destination, base_url=self.collection.base_url,
                                       publish_url=self.store.url, size=PackageSize(entries=3),
-                                      resource_dump=True)
+                                      resource_dump=True, resource_list_max_age=self.max_age,
+                                      max_deletions=1.0)  # the model deletes what it likes
             return publish(publication, self.collection.inventory(), now,
                            self.collection.bucket()).changes
 

@@ -15,6 +15,7 @@ from airflow_provider_resourcesync.sync.incremental import run_incremental
 
 from ..interop.resync import Resync
 from .machine import WriterModel
+from .sources import Publisher
 from .test_resync_joins import resources, resync_baseline
 from .test_writer_model import worlds
 
@@ -116,12 +117,16 @@ def test_found_5_a_baseline_made_again_before_the_first_change_list_opens_a_gap(
 
 
 @publisher
-def test_found_6_resync_joining_late_between_compactions(
+def test_found_6_resync_joining_late_gets_what_the_age_bound_folded_in(
         state: WriterModel, resync: Resync) -> None:
     """resync reads no Change List Index: joining after a run whose changes stay under a tenth
     of the collection (no compaction), it takes the Resource List at its word, which does not
-    list the object created since: resync's copy misses it. The writer does not bound the
-    Resource List's age yet (docs/design.md, "Late joiners")."""
+    list the object created since. The writer bounds the Resource List's age
+    (``resource_list_max_age``, made short here): the first run past it, a quiet one too,
+    rewrites the list, and resync joining then holds the collection."""
+    assert isinstance(state.source, Publisher)
+    state.source.max_age = timedelta(milliseconds=1)
     state.first_run()
     state.change(changed=[(0, False), (25, False)], kill=None)
+    state.quiet(kill=None)
     assert resync_baseline(resync, state) == resources(state)

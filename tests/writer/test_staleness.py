@@ -54,6 +54,28 @@ def test_a_resource_list_lacks_no_change_saved_a_day_before(destination: Destina
     assert listed(destination)[0] == rewritten
 
 
+def test_a_quiet_run_past_the_bound_rewrites_the_list_the_changes_stopped_short_of(
+        destination: Destination) -> None:
+    """The bound holds when changes stop: a quiet run (which writes no Change List) past it
+    still rewrites the Resource List, once (found by the model test: resync joining after the
+    last change, however long after, missed it)."""
+    mirror_of(destination, SIZE)
+    change(destination, 1, 1)
+
+    def quiet(hours: float) -> None:
+        when = T0 + timedelta(hours=hours)
+        with MirrorState.load(destination, clock=lambda: when) as state:
+            state.save(checkpoint={"hours": hours})
+
+    quiet(20)
+    assert listed(destination)[0] == T0
+    quiet(26)
+    at, entries = listed(destination)
+    assert at == T0 + timedelta(hours=26) and entries[item(1).uri] == item(1, 1).length
+    quiet(60)  # nothing lacked since: no rewrite
+    assert listed(destination)[0] == at
+
+
 def test_a_change_after_a_quiet_spell_does_not_rewrite_the_list(
         destination: Destination) -> None:
     """A list after a quiet spell starts where the last one ended, long ago: the bound counts
