@@ -104,7 +104,7 @@ class Publication:
 @dataclass(frozen=True, slots=True)
 class Published:
     """What a run published: changes, packages and their bytes, the keys left for the next
-    run (changed or gone since the inventory), and the checkpoint saved."""
+    run (gone since the inventory), and the checkpoint saved."""
 
     changes: int
     packages: int
@@ -115,23 +115,26 @@ class Published:
 
 @dataclass(frozen=True, slots=True)
 class _Saved:
-    """The last run's checkpoint: the end of its window, its objects record, what it left."""
+    """The last run's checkpoint: the end of its window, its objects record, what it left,
+    and what it published as read otherwise than the inventory listed it (key: size, ETag)."""
 
     time: datetime
     objects: str
     left: tuple[str, ...]
+    read: dict[str, tuple[int, str]]
 
     @classmethod
     def of(cls, checkpoint: dict[str, Any] | None, url: str) -> _Saved | None:
         if checkpoint is None:
             return None
         try:
-            left = checkpoint["left"]
+            left, read = checkpoint["left"], checkpoint.get("read", {})  # none before 27.6
             if checkpoint["version"] != _VERSION or not isinstance(left, list):
                 raise ValueError(f"version {checkpoint['version']!r}")
             return cls(parse_datetime(checkpoint["time"]), str(checkpoint["objects"]),
-                       tuple(str(key) for key in left))
-        except (KeyError, TypeError, ValueError) as exc:
+                       tuple(str(key) for key in left),
+                       {str(key): (int(size), str(etag)) for key, (size, etag) in read.items()})
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DocumentError(f"not a publication's checkpoint ({exc}): publish to another "
                                 "location, or delete it to publish from scratch",
                                 url=url) from exc
@@ -168,7 +171,7 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
             f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
             "report published already, or the same time twice); the first inventory after "
             "that publishes")
-        checkpoint = _checkpoint(saved.time, saved.objects, list(saved.left))
+        checkpoint = _checkpoint(saved.time, saved.objects, list(saved.left), saved.read)
         return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
     stamp = stamp_at(inventory_time)
     objects = _key(publication, f"{_OBJECTS}{stamp}.jsonl.gz")
@@ -244,7 +247,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                               else writer.series_start([]))
         capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
                               md=Metadata(capability="changedump"))]
-        checkpoint = _checkpoint(plan.end, plan.objects, tally.left)
+        checkpoint = _checkpoint(plan.end, plan.objects, tally.left, tally.read)
         with writer.saving(checkpoint=checkpoint) as saving:
             saving.capabilities.extend(capabilities)
             if publication.resource_dump:
@@ -257,10 +260,13 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         if stale != plan.objects:
             destination.delete(stale)
     destination.delete(plan_key)
+    if tally.read:
+        log(f"{len(tally.read):,} objects were written again since the inventory: published as "
+            f"read (e.g. {next(iter(tally.read))!r})")
     if tally.left:
-        log(f"{len(tally.left):,} objects changed or went since the inventory: left for the "
-            f"next run (e.g. {tally.left[0]!r})")
-    return _Done(_Saved(plan.end, plan.objects, tuple(tally.left)),
+        log(f"{len(tally.left):,} objects went since the inventory: left for the next run "
+            f"(e.g. {tally.left[0]!r})")
+    return _Done(_Saved(plan.end, plan.objects, tuple(tally.left), tally.read),
                  Published(tally.changes, tally.packages, tally.bytes, tuple(tally.left),
                            checkpoint))
 
@@ -271,6 +277,7 @@ class _Tally:
     packages: int = 0
     bytes: int = 0
     left: list[str] = field(default_factory=list)
+    read: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def _packaged(publication: Publication, writer: SourceWriter, since: datetime, plan: Plan,
@@ -293,6 +300,7 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
         _record(writer, package.changes, package.manifest)
         length = package.entry.md.length or 0 if package.entry.md else 0
         tally.left += [change.key for change in package.left]
+        tally.read.update(package.read)
         tally.changes += len(package.manifest)
         tally.packages += 1
         tally.bytes += length
@@ -353,7 +361,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
-                   current.etag, current.version_id, current.last_modified)
+                   current.etag, current.last_modified)
 
 
 def _uri(resources: str, key: str) -> str:
@@ -370,7 +378,7 @@ def _published_before(publication: Publication, saved: _Saved | None,
     if saved is None:
         return iter(())
     if destination.exists(saved.objects):
-        return read_published(destination, saved.objects, saved.left)
+        return read_published(destination, saved.objects, saved.left, saved.read)
     log(f"the objects record {saved.objects} is gone: rebuilding it from the publication's "
         "Resource List and Change Lists; every object still there is published again")
 
@@ -389,9 +397,10 @@ def _load_saved(publication: Publication) -> _Saved | None:
                      destination.object_url(checkpoint_key(publication.location)))
 
 
-def _checkpoint(time: datetime, objects: str, left: list[str]) -> dict[str, Any]:
+def _checkpoint(time: datetime, objects: str, left: list[str],
+                read: dict[str, tuple[int, str]]) -> dict[str, Any]:
     return {"version": _VERSION, "time": format_datetime(time), "objects": objects,
-            "left": left}
+            "left": left, "read": {key: list(state) for key, state in read.items()}}
 
 
 def _key(publication: Publication, name: str) -> str:

@@ -1,0 +1,142 @@
+"""What a publication's documents say is what its URLs serve (issue 27, items 5 and 6): a bucket
+on moto's S3, its objects served over HTTP by moto (a bucket policy lets anyone read), published
+from S3 Inventory reports written as S3 writes them to a directory served by a loopback server
+(moto answers a conditional GET 304 by its second-grained Last-Modified alone, though the ETag
+differs: a document rewritten within the second would look unchanged), followed by our own
+engines.
+
+An object written again between its report and the run (a status file rewritten daily) is
+published as the run reads it, the packages and the Change List alike; on a versioned bucket,
+the version the URL serves, not the one the report lists. Before, the first was left for the
+next run, whose report was a day old again (``left: ["src/status.json"]`` for ever), and the
+second was published as the report's version (``length mismatch: expected 17, got 52``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.publish.bucket import S3Bucket
+from airflow_provider_resourcesync.publish.inventory import (
+    InventoryObject,
+    S3ReportReader,
+    read_report,
+)
+from airflow_provider_resourcesync.publish.run import Publication, Published, publish
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.incremental import run_incremental
+from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
+from tests.sync.conftest import held
+
+from .reports import CSV_COLUMNS, s3_put, write_report
+
+METHODS = ("changedump", "changelist")
+#: The first report's time; each next one an hour later, the last still in the past.
+START = (datetime.now(UTC) - timedelta(days=1)).replace(microsecond=0)
+
+
+class ServedBucket:
+    """Objects under ``src/`` of ``bucket``, served by moto at ``endpoint``, published from
+    reports kept under its ``inventory/`` to ``out``, served by ``web`` under ``/pub/``."""
+
+    def __init__(self, client: Any, endpoint: str, bucket: str, web: SourceServer,
+                 out: Path) -> None:
+        self.client, self.bucket = client, bucket
+        client.put_bucket_policy(Bucket=bucket, Policy=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                "Resource": f"arn:aws:s3:::{bucket}/*"}]}))
+        self.url = f"{endpoint}/{bucket}/"
+        self.publication = Publication(LocalDestination(out), base_url=self.url,
+                                       publish_url=web.url("/pub/"))
+        self.documents = ServedDirectory(web, out, "/pub/")
+        self.capability_list = web.url("/pub/capabilitylist.xml")
+        self.reports = 0
+
+    def put(self, key: str, body: bytes, **extra: Any) -> InventoryObject:
+        """``body`` written at ``key``; the object as a report made now would list it."""
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=body, **extra)
+        head = self.client.head_object(Bucket=self.bucket, Key=key)
+        return InventoryObject(key, head["ContentLength"], head["ETag"].strip('"'),
+                               head["LastModified"].astimezone(UTC), head.get("VersionId"))
+
+    def run(self, listed: list[InventoryObject], columns: tuple[str, ...] = CSV_COLUMNS
+            ) -> Published:
+        """A run on a report listing ``listed`` (an hour after the report before)."""
+        created = START + timedelta(hours=self.reports)
+        self.reports += 1
+        manifest = f"inventory/{self.bucket}/daily/{self.reports}/manifest.json"
+        write_report(s3_put(self.client, self.bucket),
+                     [[replace(item, last_modified=created - timedelta(minutes=1))
+                       for item in listed]],
+                     manifest_key=manifest, created=created, bucket=self.bucket,
+                     columns=columns)
+        report = read_report(S3ReportReader(self.client, self.bucket), manifest, "src/",
+                             bucket=self.bucket)
+        done = publish(self.publication, report.ordered(), report.created,
+                       S3Bucket(self.client, self.bucket))
+        self.documents.refresh()
+        return done
+
+    def served(self) -> dict[str, bytes]:
+        """URI -> bytes of every object under ``src/``, as its URL serves it."""
+        listed = self.client.list_objects_v2(Bucket=self.bucket, Prefix="src/")
+        return {self.url + item["Key"]: self.client.get_object(
+            Bucket=self.bucket, Key=item["Key"])["Body"].read()
+            for item in listed.get("Contents", ())}
+
+    def reader(self) -> ResourceSyncClient:
+        return ResourceSyncClient(ClientPolicy(allow_private=True, backoff=0.01, max_backoff=1),
+                                  source_urls=[self.capability_list, self.url])
+
+
+@pytest.fixture
+def served(s3_client: Any, s3_endpoint: str, bucket: str, server: SourceServer,
+           tmp_path: Path) -> ServedBucket:
+    return ServedBucket(s3_client, s3_endpoint, bucket, server, tmp_path / "published")
+
+
+@pytest.fixture
+def reader(served: ServedBucket) -> Iterator[ResourceSyncClient]:
+    with served.reader() as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_an_object_written_again_since_its_report_is_published_as_its_url_serves_it(
+        served: ServedBucket, reader: ResourceSyncClient, tmp_path: Path,
+        versioned: bool) -> None:
+    if versioned:
+        served.client.put_bucket_versioning(Bucket=served.bucket,
+                                            VersioningConfiguration={"Status": "Enabled"})
+    steady = served.put("src/steady.txt", b"steady\n")
+    status = served.put("src/status.json", b'{"day": 0}\n')
+    assert served.run([steady, status]).changes == 2
+    mirrors = {method: LocalDestination(tmp_path / method) for method in METHODS}
+    points = {method: run_baseline(reader, mirrors[method],
+                                   capability_list_url=served.capability_list)
+              for method in METHODS}
+    listed = served.put("src/status.json", b'{"day": 1, "ok": 1}\n')  # 17 bytes, reported
+    served.put("src/status.json", b'{"day": 1, "ok": 1, "written": "after the report"}\n')
+    done = served.run([steady, listed])
+    assert (done.changes, done.left) == (1, ())
+    for method in METHODS:
+        points[method] = run_incremental(reader, mirrors[method],
+                                         capability_list_url=served.capability_list,
+                                         checkpoint=points[method], method=method)
+        assert held(mirrors[method]) == served.served(), method
+    # the next report lists what was read: published already, nothing new
+    current = served.client.head_object(Bucket=served.bucket, Key="src/status.json")
+    assert served.run([steady, replace(listed, size=current["ContentLength"],
+                                       etag=current["ETag"].strip('"'),
+                                       version_id=current.get("VersionId"))]).changes == 0
