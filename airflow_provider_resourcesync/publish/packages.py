@@ -62,7 +62,8 @@ class Planned:
     from every other change's time in the run), and the inventory's size, ETag (or change
     token) and LastModified of the object (its ``lastmod`` where it is not read: ``when`` may
     have been moved a microsecond or more from it, to date the change apart; None for a
-    deletion)."""
+    deletion), and its MD5 where the inventory says its ETag is one
+    (:attr:`.inventory.objects.InventoryObject.md5`)."""
 
     key: str
     uri: str
@@ -71,6 +72,7 @@ class Planned:
     size: int = 0
     etag: str = ""
     modified: datetime | None = None
+    md5: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

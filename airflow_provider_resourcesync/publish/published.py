@@ -59,7 +59,7 @@ def _kept_entries(destination: Destination, key: str, entries: Iterator[str]) ->
     in UTC, which :func:`read_published` reads)."""
     with lines_writer(destination, key, {"version": _VERSION}) as write:
         for entry in entries:
-            name, size, etag, modified, version, marker = entry.split(SEPARATOR)
+            name, size, etag, modified, version, marker, _ = entry.split(SEPARATOR)
             if marker == "false":
                 write([name, int(size), etag, modified, version or None])
             yield entry

@@ -63,7 +63,6 @@ _PACKAGES = RESERVED_PREFIX + "packages/"
 _OBJECTS = RESERVED_PREFIX + "objects/"
 _PLANS = RESERVED_PREFIX + "plans/"
 _VERSION = 1
-_MD5 = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,10 +346,9 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
 
 
 def _described(change: Planned) -> ObjectRecord:
-    """A first run's object, described by the inventory (its ETag is its MD5 where it is
-    one: an object S3 stored in one part, unencrypted or SSE-S3)."""
-    etag = change.etag.lower()
-    hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
+    """A first run's object, described by the inventory: its MD5 where the inventory says its
+    ETag is one (an object S3 stored in one part, unencrypted or SSE-S3), else no hash."""
+    hashes = Hashes.of(md5=change.md5) if change.md5 else Hashes(())
     return ObjectRecord(change.uri, change.key, change.size, hashes,
                         change.modified or change.when, mimetypes.guess_type(change.key)[0])
 
@@ -361,7 +359,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
-                   current.etag, current.last_modified)
+                   current.etag, current.last_modified, current.md5)
 
 
 def _uri(resources: str, key: str) -> str:
