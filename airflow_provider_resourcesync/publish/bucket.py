@@ -215,7 +215,7 @@ class S3Bucket:
         body = got["Body"]
         try:
             yield Read(self._chunks(action, key, body), got.get("ContentType") or None,
-                       got["ETag"].strip('"'), got["ContentLength"],
+                       got.get("ETag", "").strip('"'), got["ContentLength"],
                        got["LastModified"].astimezone(UTC))
         finally:
             body.close()

@@ -127,7 +127,7 @@ class _Saved:
         if checkpoint is None:
             return None
         try:
-            left, read = checkpoint["left"], checkpoint.get("read", {})  # none before 27.6
+            left, read = checkpoint["left"], checkpoint.get("read", {})  # older ones have none
             if checkpoint["version"] != _VERSION or not isinstance(left, list):
                 raise ValueError(f"version {checkpoint['version']!r}")
             return cls(parse_datetime(checkpoint["time"]), str(checkpoint["objects"]),
