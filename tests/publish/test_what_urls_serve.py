@@ -178,7 +178,7 @@ def test_an_object_written_again_since_its_report_is_published_as_its_url_serves
     points = {method: run_baseline(reader, mirrors[method],
                                    capability_list_url=served.capability_list)
               for method in METHODS}
-    listed = served.put("src/status.json", b'{"day": 1, "ok": 1}\n')  # 17 bytes, reported
+    listed = served.put("src/status.json", b'{"day": 1, "ok": 1}\n')  # the report's
     served.put("src/status.json", b'{"day": 1, "ok": 1, "written": "after the report"}\n')
     done = served.run([steady, listed])
     assert (done.changes, done.left) == (1, ())
