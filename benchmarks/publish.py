@@ -10,7 +10,7 @@
     and keeps the new record as it goes; and with ``--ten-million``, 10,000,000 objects (one
     round; the memory must stay flat).
 (b) 10,000 changed objects of 4 KB, packaged from a local directory into Change Dump packages
-    (``publish.packages``: read pinned, hashed (MD5 per bitstream, and of the package),
+    (``publish.packages``: read as served, hashed (MD5 per bitstream, and of the package),
     zipped, staged, manifest copied) against a bare ``zipfile`` loop writing the same files,
     read from disk, into one ZIP. Both store the files (``ZIP_STORED``: ours stores every
     bitstream and deflates only its manifest); contestants alternate, each keeps its best

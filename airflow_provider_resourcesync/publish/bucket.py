@@ -1,11 +1,13 @@
-"""Reading the objects a publication packages, pinned to what the inventory listed.
+"""Reading the objects a publication packages, as their URLs serve them now.
 
-An inventory may be a day old (S3 Inventory reports are eventually consistent). A read is pinned
-to the inventoried object: on S3 to its version (``VersionId``) where the inventory has one, else
-to its ETag (``If-Match``); on a local disk to its change token (size and modification time, as
-:mod:`.inventory.local` writes it). An object overwritten or deleted since is not read: the read
-says so (None), and the publication leaves the object for the next run, which lists its new
-state. What is published is described by the bytes read, never by the inventory's row.
+An inventory may be a day old (S3 Inventory reports are eventually consistent), and an object
+may have been written again since: a status file rewritten daily always has. A read takes the
+object as it is now, the latest version on a versioned bucket (what a URL serves), never the
+inventory's version or ETag, and says what it read: its change token (its ETag; a file's size
+and modification time, as :mod:`.inventory.local` writes it), length, LastModified and media
+type. What is published is described by the bytes read, never by the inventory's row. An
+object deleted since is not read (None): the publication leaves it for the next run, whose
+inventory no longer lists it.
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol, TypedDict
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from botocore.exceptions import ClientError
 
 from ..errors import PublishError
 from ..storage.base import shown_key
-from .inventory.local import change_token
+from .inventory.local import change_token, last_modified
 from .inventory.s3errors import s3_errors
 
 if TYPE_CHECKING:
@@ -37,8 +40,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Bucket", "LocalBucket", "Read", "S3Bucket"]
 
-#: S3 error codes of an object that is no longer the one inventoried.
-_MOVED_ON = frozenset({"PreconditionFailed", "NoSuchKey", "NoSuchVersion", "404", "412"})
+#: S3 error codes of an object deleted since the inventory.
+_GONE = frozenset({"NoSuchKey", "404"})
 _CHUNK = 1024 * 1024
 _NOFOLLOW = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
@@ -47,17 +50,30 @@ _FOLDERS = 256
 
 
 class Read(Iterator[bytes]):
-    """An object's bytes, in chunks, and its media ``type``: the Content-Type S3 serves it
-    with; for a file, what a web server would say from its name (None: unknown)."""
+    """An object's bytes, in chunks, and what was read: its media ``type`` (the Content-Type S3
+    serves it with; for a file, what a web server would say from its name; None: unknown), its
+    ``etag`` (the inventory's kind of change token), ``length`` and ``modified`` time (UTC)."""
 
-    __slots__ = ("_chunks", "type")
+    __slots__ = ("_chunks", "etag", "length", "modified", "type")
 
-    def __init__(self, chunks: Iterator[bytes], type: str | None) -> None:
+    def __init__(self, chunks: Iterator[bytes], type: str | None, etag: str, length: int,
+                 modified: datetime) -> None:
         self._chunks = chunks
         self.type = type
+        self.etag = etag
+        self.length = length
+        self.modified = modified
 
     def __next__(self) -> bytes:
         return next(self._chunks)
+
+    def lastmod(self, size: int, etag: str, modified: datetime | None) -> datetime:
+        """The ``lastmod`` of what was read: ``modified``, the LastModified of the object an
+        inventory listed with ``size`` and ``etag``, if this is that object (a report's or a
+        walk's finer time); else (written again since, or no time given) its own."""
+        if modified is not None and (self.length, self.etag) == (size, etag):
+            return modified
+        return self.modified
 
 
 class Bucket(Protocol):
@@ -67,10 +83,9 @@ class Bucket(Protocol):
         """The object at ``key``, named for a message."""
         ...
 
-    def read(self, key: str, etag: str, version_id: str | None
-             ) -> AbstractContextManager[Read | None]:
-        """The inventoried object's bytes, in chunks, with its media type, or None if it has
-        changed or gone since (the object is left for the next run).
+    def read(self, key: str) -> AbstractContextManager[Read | None]:
+        """The object's bytes as they are now, in chunks, with what was read, or None if it is
+        gone (the object is left for the next run).
 
         :raises PublishError: the object cannot be read (the message says why).
         """
@@ -95,8 +110,8 @@ class LocalBucket:
     def where(self, key: str) -> str:
         return f"the file {shown_key(key)} under {self.root}"
 
-    def read(self, key: str, etag: str, version_id: str | None = None) -> _PinnedFile:
-        return _PinnedFile(self, key, etag)
+    def read(self, key: str) -> _OpenFile:
+        return _OpenFile(self, key)
 
     def _open(self, key: str) -> int | None:
         """A descriptor of the file at ``key``, each folder opened below the one before with no
@@ -141,17 +156,15 @@ class LocalBucket:
         return descriptor
 
 
-class _PinnedFile:
-    """A file of a :class:`LocalBucket` as a context: its chunks if it is still the file
-    inventoried (its change token), else None; closed on exit. (A class: cheaper per file
-    than a generator's context.)"""
+class _OpenFile:
+    """A file of a :class:`LocalBucket` as a context: its chunks if it is a regular file, else
+    None; closed on exit. (A class: cheaper per file than a generator's context.)"""
 
-    __slots__ = ("_bucket", "_etag", "_file", "_key")
+    __slots__ = ("_bucket", "_file", "_key")
 
-    def __init__(self, bucket: LocalBucket, key: str, etag: str) -> None:
+    def __init__(self, bucket: LocalBucket, key: str) -> None:
         self._bucket = bucket
         self._key = key
-        self._etag = etag
         self._file: BinaryIO | None = None
 
     def __enter__(self) -> Read | None:
@@ -160,9 +173,10 @@ class _PinnedFile:
             return None
         self._file = file = os.fdopen(descriptor, "rb")
         info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or change_token(info) != self._etag:
+        if not stat.S_ISREG(info.st_mode):
             return None
-        return Read(iter(partial(file.read, _CHUNK), b""), mimetypes.guess_type(self._key)[0])
+        return Read(iter(partial(file.read, _CHUNK), b""), mimetypes.guess_type(self._key)[0],
+                    change_token(info), info.st_size, last_modified(info))
 
     def __exit__(self, *_: object) -> None:
         if self._file is not None:
@@ -172,13 +186,6 @@ class _PinnedFile:
 def _close_all(descriptors: OrderedDict[str | None, int]) -> None:
     while descriptors:
         os.close(descriptors.popitem()[1])
-
-
-class _Pin(TypedDict, total=False):
-    """What a GET is pinned to: the version inventoried, else its ETag."""
-
-    VersionId: str
-    IfMatch: str
 
 
 class S3Bucket:
@@ -192,16 +199,14 @@ class S3Bucket:
         return f"s3://{self.bucket}/{shown_key(key)[1:-1]}"
 
     @contextmanager
-    def read(self, key: str, etag: str, version_id: str | None = None
-             ) -> Iterator[Read | None]:
-        pin: _Pin = {"VersionId": version_id} if version_id else {"IfMatch": f'"{etag}"'}
-        action = "s3:GetObjectVersion" if version_id else "s3:GetObject"
+    def read(self, key: str) -> Iterator[Read | None]:
+        action = "s3:GetObject"
         with s3_errors(action, self.bucket, key):
             try:
                 got: GetObjectOutputTypeDef | None = self.client.get_object(
-                    Bucket=self.bucket, Key=key, **pin)
+                    Bucket=self.bucket, Key=key)
             except ClientError as exc:
-                if str(exc.response.get("Error", {}).get("Code")) not in _MOVED_ON:
+                if str(exc.response.get("Error", {}).get("Code")) not in _GONE:
                     raise
                 got = None
         if got is None:
@@ -209,7 +214,9 @@ class S3Bucket:
             return
         body = got["Body"]
         try:
-            yield Read(self._chunks(action, key, body), got.get("ContentType") or None)
+            yield Read(self._chunks(action, key, body), got.get("ContentType") or None,
+                       got.get("ETag", "").strip('"'), got["ContentLength"],
+                       got["LastModified"].astimezone(UTC))
         finally:
             body.close()
 

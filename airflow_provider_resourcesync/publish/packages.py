@@ -16,9 +16,12 @@ manifest copy, is taken as it is (its manifest copy says what it holds); one wit
 written again. Each package is staged and committed whole: on S3 a multipart upload of the
 staged file, never in memory.
 
-Bitstreams are read pinned to the inventoried object (:mod:`.bucket`) and described by the bytes
-read: hash (the algorithms asked for) and length computed as they are copied. An object changed
-or gone since the inventory is left out and reported: the next run publishes its new state.
+Bitstreams are read as their URLs serve them now (:mod:`.bucket`), not as the inventory listed
+them, and described by the bytes read: hash (the algorithms asked for) and length computed as
+they are copied, ``lastmod`` and type as read. An object read otherwise than the inventory
+listed it (written again since) is reported with what was read, so that the next run compares
+its inventory with what was published; one gone since is left out and reported: the next run
+publishes its deletion.
 """
 
 from __future__ import annotations
@@ -49,15 +52,18 @@ _BUFFER = 1024 * 1024
 DEFAULT_ENTRIES = 10_000
 #: A package's bitstream bytes, by default, past which it closes.
 DEFAULT_BYTES = _GIB
+#: What to do instead of packaging an object too large for a package member.
+_INSTEAD = "publish the Change List only, without Change Dumps"
 
 
 @dataclass(frozen=True, slots=True)
 class Planned:
     """One change a run publishes: the object's key and URI, what happened, when (distinct
     from every other change's time in the run), and the inventory's size, ETag (or change
-    token) and version of the object to read, and its LastModified as the inventory gives it
-    (its ``lastmod``: ``when`` may have been moved a microsecond or more from it, to date the
-    change apart; None for a deletion)."""
+    token) and LastModified of the object (its ``lastmod`` where it is not read: ``when`` may
+    have been moved a microsecond or more from it, to date the change apart; None for a
+    deletion), and its MD5 where the inventory says its ETag is one
+    (:attr:`.inventory.objects.InventoryObject.md5`)."""
 
     key: str
     uri: str
@@ -65,8 +71,8 @@ class Planned:
     when: datetime
     size: int = 0
     etag: str = ""
-    version_id: str | None = None
     modified: datetime | None = None
+    md5: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +127,14 @@ class Window:
 @dataclass(frozen=True, slots=True)
 class Package:
     """A package written: its Change Dump entry, its manifest's entries (what it holds,
-    described by the bytes packaged), and the changes of its window."""
+    described by the bytes packaged), the changes of its window, and the objects it holds as
+    read otherwise than planned (key: size and change token read; unknown for a package
+    written by an earlier attempt of the run, and taken as it is)."""
 
     entry: Entry
     manifest: list[Entry]
     changes: list[Planned]
+    read: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def left(self) -> list[Planned]:
@@ -149,8 +158,7 @@ def cut(changes: Iterable[Planned], size: PackageSize, start: datetime, end: dat
             raise InvalidValueError(f"{change.uri} : change time {change.when.isoformat()} is "
                                     f"not after {before.isoformat()} and at most "
                                     f"{end.isoformat()}: the plan must date changes apart")
-        fits_a_package(change.uri, change.size, "publish the Change List only, without Change "
-                       "Dumps")
+        fits_a_package(change.uri, change.size, _INSTEAD)
         if window.changes and (len(window.changes) >= size.entries
                                or held + change.size > size.bytes):
             yield Window(window.start, before, window.changes)
@@ -186,33 +194,40 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
         zip_key, copy_key = f"{name}.zip", f"{name}-manifest.xml"
         written = destination.info(zip_key)
         copy = destination.read_bytes(copy_key) if written is not None else None
+        read: dict[str, tuple[int, str]] = {}
         if written is not None and copy is not None:  # a run made again: taken as it is
             manifest = read_document(copy, url=url(copy_key)).entries
         else:
             package, written = _write(window, bucket, destination, zip_key, url(zip_key),
-                                      capability_list, algorithms)
+                                      capability_list, algorithms, read)
             destination.write_bytes(copy_key, package.manifest_bytes, XML)
             manifest = package.manifest.entries
         yield Package(package_entry(url(zip_key), written, url(copy_key), Metadata(
-            from_=window.start, until=window.end)), manifest, window.changes)
+            from_=window.start, until=window.end)), manifest, window.changes, read)
 
 
 def _write(window: Window, bucket: Bucket, destination: Destination, key: str, url: str,
-           capability_list: str, algorithms: tuple[str, ...]) -> tuple[PackageWriter, ObjectInfo]:
+           capability_list: str, algorithms: tuple[str, ...], read: dict[str, tuple[int, str]]
+           ) -> tuple[PackageWriter, ObjectInfo]:
     """Write one package; its writer, closed, whose manifest leaves out the changes left for
-    the next run, and the package as written."""
+    the next run, and the package as written. The objects read otherwise than planned go in
+    ``read``."""
     def fill(package: PackageWriter) -> None:
         for change in window.changes:
             if change.change is Change.DELETED:
                 package.add_deleted(Entry(change.uri, md=Metadata(change=change.change,
                                                                   datetime=change.when)))
                 continue
-            with bucket.read(change.key, change.etag, change.version_id) as chunks:
-                if chunks is None:  # changed or gone since the inventory
+            with bucket.read(change.key) as chunks:
+                if chunks is None:  # gone since the inventory
                     continue
-                package.add(Entry(change.uri, lastmod=change.modified or change.when,
-                                  md=Metadata(change=change.change, datetime=change.when,
-                                              type=chunks.type, length=change.size)), chunks)
+                fits_a_package(change.uri, chunks.length, _INSTEAD)
+                package.add(Entry(change.uri, lastmod=chunks.lastmod(
+                    change.size, change.etag, change.modified), md=Metadata(
+                    change=change.change, datetime=change.when, type=chunks.type,
+                    length=chunks.length)), chunks)
+                if (chunks.length, chunks.etag) != (change.size, change.etag):
+                    read[change.key] = (chunks.length, chunks.etag)
 
     head = Head(md=Metadata(capability="changedump-manifest", from_=window.start,
                             until=window.end),

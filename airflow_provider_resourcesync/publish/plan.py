@@ -111,20 +111,24 @@ def _plan(head: dict[str, Any]) -> Plan:
 
 
 def _row(change: Planned) -> list[object]:
+    """A change as a row; the seventh field, the version reads were once pinned to, is None."""
     return [change.key, change.uri, str(change.change), format_datetime(change.when),
-            change.size, change.etag, change.version_id, _time(change.modified)]
+            change.size, change.etag, None, _time(change.modified), change.md5]
 
 
 def _planned(row: Any) -> Planned:
     """A change as :func:`_row` wrote it (a plan written before the LastModified was kept has
-    none: its changes are dated as ``when``, as they were)."""
-    key, uri, change, when, size, etag, version_id, *modified = row
+    none: its changes are dated as ``when``, as they were; one written when reads were pinned
+    has the version in its seventh field, no longer read; one written before the MD5 was kept
+    has none: its objects are listed with no MD5)."""
+    key, uri, change, when, size, etag, _, *rest = row
+    modified, md5 = (*rest, None, None)[:2]
     if not (isinstance(key, str) and isinstance(uri, str) and isinstance(when, str)
-            and type(size) is int and isinstance(etag, str)
-            and isinstance(version_id, str | None) and len(modified) <= 1):
+            and type(size) is int and isinstance(etag, str) and isinstance(md5, str | None)
+            and len(rest) <= 2):
         raise TypeError("a field of the wrong type")
-    return Planned(key, uri, Change(change), parse_datetime(when), size, etag, version_id,
-                   _parsed(modified[0]) if modified else None)
+    return Planned(key, uri, Change(change), parse_datetime(when), size, etag,
+                   _parsed(modified), md5)
 
 
 def _time(value: datetime | None) -> str | None:

@@ -2,13 +2,15 @@
 versions, delete markers left out), kept at the destination for the next run's diff.
 
 Written while the diff reads the inventory (:func:`keeping`), so the inventory is read once.
-Objects a run left for the next one (changed or gone since the inventory, :mod:`.bucket`) are
-read back with no ETag, so the next diff finds them changed whatever its inventory says.
+Objects a run left for the next one (gone since the inventory, :mod:`.bucket`) are read back
+with no ETag, so the next diff finds them changed whatever its inventory says; objects it
+published as read, written again since the inventory, are read back with the size and ETag
+read, so the next diff compares its inventory with what was published.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -57,22 +59,31 @@ def _kept_entries(destination: Destination, key: str, entries: Iterator[str]) ->
     in UTC, which :func:`read_published` reads)."""
     with lines_writer(destination, key, {"version": _VERSION}) as write:
         for entry in entries:
-            name, size, etag, modified, version, marker = entry.split(SEPARATOR)
+            name, size, etag, modified, version, marker, _ = entry.split(SEPARATOR)
             if marker == "false":
                 write([name, int(size), etag, modified, version or None])
             yield entry
 
 
-def read_published(destination: Destination, key: str, unknown: Iterable[str] = ()
+def read_published(destination: Destination, key: str, unknown: Iterable[str] = (),
+                   read: Mapping[str, tuple[int, str]] | None = None
                    ) -> Iterator[InventoryObject]:
-    """The objects kept at ``key``, in key order; those of ``unknown`` keys with no ETag.
+    """The objects kept at ``key``, in key order; those of ``unknown`` keys with no ETag, those
+    of ``read`` keys with the size and ETag given there.
 
     :raises DocumentError: the record cannot be read (its key and line named).
     """
     _, rows = read_lines(destination, key, _WHAT, _head, _object)
     blank = frozenset(unknown)
+    published = read or {}
     for item in rows:
-        yield replace(item, etag="") if item.key in blank else item
+        if item.key in blank:
+            yield replace(item, etag="")
+        elif item.key in published:
+            size, etag = published[item.key]
+            yield replace(item, size=size, etag=etag)
+        else:
+            yield item
 
 
 def rebuilt(records: Iterable[ObjectRecord]) -> Iterator[InventoryObject]:

@@ -4,11 +4,11 @@ lists, in ZIP packages each holding a Resource Dump Manifest (11.2), as of the l
 It is written beside each Resource List (the first run, and compactions) within the Source
 writer's save, between its halves (``SourceWriter.saving``), before the Capability List that
 lists it. Packages close as Change Dump packages do (:class:`~.packages.PackageSize`); each
-object is read pinned to the inventory the snapshot was made from (:mod:`.bucket`) and described
-by the bytes read. An object changed or gone since that inventory, or left for the next run, is
-left out of the dump and logged: the Resource List lists it as the inventory saw it, and the
-next run publishes its change, which a Destination that baselined from the dump takes from the
-Change List or Change Dump after ``at``.
+object is read as its URL serves it now (:mod:`.bucket`) and described by the bytes read. An
+object written again since the inventory is dumped as read: if the Resource List lists it
+otherwise, the next run publishes its change, which a Destination that baselined from the dump
+takes again. One gone since, or left for the next run, is left out of the dump and logged: the
+next run publishes its deletion.
 
 Writes, in order: the packages (``resourcedump/<at>-NNNNN.zip``, named by the snapshot's time)
 each with a copy of its manifest beside it; then ``resourcedump.xml``, written whole; then the
@@ -18,7 +18,6 @@ dump before whole (its packages are still there); the run carried out again writ
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from functools import partial
@@ -41,6 +40,8 @@ __all__ = ["RESOURCE_DUMP", "drop_older_dumps", "dumped_at", "remove_resource_du
 #: The Resource Dump (11.1), over the packages of the latest snapshot.
 RESOURCE_DUMP = RESERVED_PREFIX + "resourcedump.xml"
 _PACKAGES = RESERVED_PREFIX + "resourcedump/"
+#: What to do instead of dumping an object too large for a package member.
+_INSTEAD = "publish without resource_dump"
 
 
 def dumped_at(writer: SourceWriter) -> datetime | None:
@@ -110,16 +111,19 @@ def drop_older_dumps(writer: SourceWriter, at: datetime) -> None:
             writer.destination.delete(key)
 
 
-def _fill(package: PackageWriter, group: list[tuple[InventoryObject, Entry]], bucket: Bucket,
+def _fill(package: PackageWriter, group: list[tuple[InventoryObject, str]], bucket: Bucket,
           log: Callable[[str], None]) -> None:
-    """Add ``group``'s objects to ``package``, but those changed or gone since the inventory."""
-    for item, entry in group:
-        with bucket.read(item.key, item.etag, item.version_id) as chunks:
+    """Add ``group``'s objects to ``package`` as read, but those gone since the inventory."""
+    for item, uri in group:
+        with bucket.read(item.key) as chunks:
             if chunks is None:
-                log(f"{bucket.where(item.key)} changed or went since the inventory of the "
-                    "snapshot: left out of the Resource Dump (the next run publishes its change)")
+                log(f"{bucket.where(item.key)} went since the inventory of the snapshot: left "
+                    "out of the Resource Dump (the next run publishes its deletion)")
                 continue
-            package.add(entry, chunks)
+            fits_a_package(uri, chunks.length, _INSTEAD)
+            package.add(Entry(uri, lastmod=chunks.lastmod(
+                item.size, item.etag, item.last_modified), md=Metadata(
+                type=chunks.type, length=chunks.length)), chunks)
 
 
 def remove_resource_dump(writer: SourceWriter) -> None:
@@ -132,31 +136,28 @@ def remove_resource_dump(writer: SourceWriter) -> None:
 
 def _held(writer: SourceWriter, objects: Iterable[tuple[InventoryObject, str]],
           left: frozenset[str], log: Callable[[str], None]
-          ) -> Iterator[tuple[InventoryObject, Entry]]:
-    """Each object the writer holds, with its dump entry (lastmod and type as the Resource List
-    has them); one left for the next run (the Resource List has it as it was, if at all) is
-    logged."""
+          ) -> Iterator[tuple[InventoryObject, str]]:
+    """Each object the writer holds, with its URI; one left for the next run (the Resource List
+    has it as it was, if at all) is logged."""
     for item, uri in objects:
-        record = writer.get(uri) if item.key not in left else None
-        if record is None:
+        if item.key in left or writer.get(uri) is None:
             log(f"{uri} is left for the next run: left out of the Resource Dump")
             continue
-        yield item, Entry(uri, lastmod=record.lastmod, md=Metadata(
-            type=record.type or mimetypes.guess_type(item.key)[0]))
+        yield item, uri
 
 
-def _groups(held: Iterable[tuple[InventoryObject, Entry]], size: PackageSize
-            ) -> Iterator[list[tuple[InventoryObject, Entry]]]:
+def _groups(held: Iterable[tuple[InventoryObject, str]], size: PackageSize
+            ) -> Iterator[list[tuple[InventoryObject, str]]]:
     """``held`` cut into packages: at ``size.entries`` objects, or once their bytes (as
     inventoried) reach ``size.bytes``; an object larger goes alone."""
-    group: list[tuple[InventoryObject, Entry]] = []
+    group: list[tuple[InventoryObject, str]] = []
     bytes_ = 0
-    for item, entry in held:
-        fits_a_package(entry.loc, item.size, "publish without resource_dump")
+    for item, uri in held:
+        fits_a_package(uri, item.size, _INSTEAD)
         if group and (len(group) >= size.entries or bytes_ + item.size > size.bytes):
             yield group
             group, bytes_ = [], 0
-        group.append((item, entry))
+        group.append((item, uri))
         bytes_ += item.size
     if group:
         yield group

@@ -72,7 +72,6 @@ _PACKAGES = RESERVED_PREFIX + "packages/"
 _OBJECTS = RESERVED_PREFIX + "objects/"
 _PLANS = RESERVED_PREFIX + "plans/"
 _VERSION = 1
-_MD5 = frozenset("0123456789abcdef")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +127,7 @@ class Publication:
 @dataclass(frozen=True, slots=True)
 class Published:
     """What a run published: changes, packages and their bytes, the keys left for the next
-    run (changed or gone since the inventory), and the checkpoint saved."""
+    run (gone since the inventory), and the checkpoint saved."""
 
     changes: int
     packages: int
@@ -139,13 +138,15 @@ class Published:
 
 @dataclass(frozen=True, slots=True)
 class _Saved:
-    """The last run's checkpoint: the end of its window, its objects record, what it left, and
+    """The last run's checkpoint: the end of its window, its objects record, what it left,
+    what it published as read otherwise than the inventory listed it (key: size, ETag), and
     the publication's URLs (``base_url``, ``publish_url``; None where an earlier version saved
     none)."""
 
     time: datetime
     objects: str
     left: tuple[str, ...]
+    read: dict[str, tuple[int, str]]
     urls: tuple[str, str | None] | None = None
 
     @classmethod
@@ -153,14 +154,16 @@ class _Saved:
         if checkpoint is None:
             return None
         try:
-            left = checkpoint["left"]
+            left, read = checkpoint["left"], checkpoint.get("read", {})  # older ones have none
             if checkpoint["version"] != _VERSION or not isinstance(left, list):
                 raise ValueError(f"version {checkpoint['version']!r}")
             urls = (str(checkpoint["base_url"]), checkpoint["publish_url"]) \
                 if "base_url" in checkpoint else None
             return cls(parse_datetime(checkpoint["time"]), str(checkpoint["objects"]),
-                       tuple(str(key) for key in left), urls)
-        except (KeyError, TypeError, ValueError) as exc:
+                       tuple(str(key) for key in left),
+                       {str(key): (int(size), str(etag)) for key, (size, etag) in read.items()},
+                       urls)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DocumentError(f"not a publication's checkpoint ({exc}): publish to another "
                                 "location, or delete it to publish from scratch",
                                 url=url) from exc
@@ -214,7 +217,8 @@ def _published(publication: Publication, inventory: Iterable[InventoryObject],
             f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
             "report published already, or the same time twice); the first inventory after "
             "that publishes")
-        checkpoint = _checkpoint(publication, saved.time, saved.objects, list(saved.left))
+        checkpoint = _checkpoint(publication, saved.time, saved.objects, list(saved.left),
+                                 saved.read)
         return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
     if checker is not None:
         inventory = checker.sampled(inventory)
@@ -294,7 +298,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                               else writer.series_start([], dumps))
         capabilities = [Entry(writer.url(writer.key(CHANGE_DUMP_INDEX)),
                               md=Metadata(capability="changedump"))]
-        checkpoint = _checkpoint(publication, plan.end, plan.objects, tally.left)
+        checkpoint = _checkpoint(publication, plan.end, plan.objects, tally.left, tally.read)
         with writer.saving(checkpoint=checkpoint) as saving:
             saving.capabilities.extend(capabilities)
             if publication.resource_dump:
@@ -307,10 +311,13 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         if stale != plan.objects:
             destination.delete(stale)
     destination.delete(plan_key)
+    if tally.read:
+        log(f"{len(tally.read):,} objects were written again since the inventory: published as "
+            f"read (e.g. {next(iter(tally.read))!r})")
     if tally.left:
-        log(f"{len(tally.left):,} objects changed or went since the inventory: left for the "
-            f"next run (e.g. {tally.left[0]!r})")
-    return _Done(_Saved(plan.end, plan.objects, tuple(tally.left)),
+        log(f"{len(tally.left):,} objects went since the inventory: left for the next run "
+            f"(e.g. {tally.left[0]!r})")
+    return _Done(_Saved(plan.end, plan.objects, tuple(tally.left), tally.read),
                  Published(tally.changes, tally.packages, tally.bytes, tuple(tally.left),
                            checkpoint))
 
@@ -321,6 +328,7 @@ class _Tally:
     packages: int = 0
     bytes: int = 0
     left: list[str] = field(default_factory=list)
+    read: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def _packaged(publication: Publication, writer: SourceWriter, since: datetime, plan: Plan,
@@ -343,6 +351,7 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
         _record(writer, package.changes, package.manifest)
         length = package.entry.md.length or 0 if package.entry.md else 0
         tally.left += [change.key for change in package.left]
+        tally.read.update(package.read)
         tally.changes += len(package.manifest)
         tally.packages += 1
         tally.bytes += length
@@ -391,10 +400,9 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
 
 
 def _described(change: Planned) -> ObjectRecord:
-    """A first run's object, described by the inventory (its ETag is its MD5 where it is
-    one: an object S3 stored in one part, unencrypted or SSE-S3)."""
-    etag = change.etag.lower()
-    hashes = Hashes.of(md5=etag) if len(etag) == 32 and set(etag) <= _MD5 else Hashes(())
+    """A first run's object, described by the inventory: its MD5 where the inventory says its
+    ETag is one (an object S3 stored in one part, unencrypted or SSE-S3), else no hash."""
+    hashes = Hashes.of(md5=change.md5) if change.md5 else Hashes(())
     return ObjectRecord(change.uri, change.key, change.size, hashes,
                         change.modified or change.when, mimetypes.guess_type(change.key)[0])
 
@@ -405,7 +413,7 @@ def _planned(change: Diffed, resources: str) -> Planned:
     if current is None:
         return Planned(change.key, uri, Change.DELETED, change.time)
     return Planned(change.key, uri, Change(change.kind.value), change.time, current.size,
-                   current.etag, current.version_id, current.last_modified)
+                   current.etag, current.last_modified, current.md5)
 
 
 def _uri(resources: str, key: str) -> str:
@@ -422,7 +430,7 @@ def _published_before(publication: Publication, saved: _Saved | None,
     if saved is None:
         return iter(())
     if destination.exists(saved.objects):
-        return read_published(destination, saved.objects, saved.left)
+        return read_published(destination, saved.objects, saved.left, saved.read)
     log(f"the objects record {saved.objects} is gone: rebuilding it from the publication's "
         "Resource List and Change Lists; every object still there is published again")
 
@@ -441,11 +449,12 @@ def _load_saved(publication: Publication) -> _Saved | None:
                      destination.object_url(checkpoint_key(publication.location)))
 
 
-def _checkpoint(publication: Publication, time: datetime, objects: str, left: list[str]
-                ) -> dict[str, Any]:
+def _checkpoint(publication: Publication, time: datetime, objects: str, left: list[str],
+                read: dict[str, tuple[int, str]]) -> dict[str, Any]:
     base, public = _urls(publication)
     return {"version": _VERSION, "time": format_datetime(time), "objects": objects,
-            "left": left, "base_url": base, "publish_url": public}
+            "left": left, "read": {key: list(state) for key, state in read.items()},
+            "base_url": base, "publish_url": public}
 
 
 def _urls(publication: Publication) -> tuple[str, str | None]:

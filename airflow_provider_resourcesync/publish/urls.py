@@ -141,15 +141,15 @@ class UrlChecker:
 
     def objects(self, bucket: Bucket) -> int:
         """Fetch the picked objects' URLs and compare each with the object's bytes read from
-        ``bucket`` (length and SHA-256); an object changed since the inventory is not checked.
-        The count checked.
+        ``bucket`` as it is now (length and SHA-256); an object gone since the inventory is not
+        checked. The count checked.
 
         :raises PublishError: a URL answers an error or other bytes (it, the key, the object
             and what to fix named).
         """
         checked = 0
         for item in self._picked:
-            with bucket.read(item.key, item.etag, item.version_id) as read:
+            with bucket.read(item.key) as read:
                 if read is None:
                     continue
                 digest, length = hashlib.sha256(), 0

@@ -23,7 +23,7 @@ CSV_COLUMNS = ("Bucket", "Key", "VersionId", "IsLatest", "IsDeleteMarker", "Size
 SNAKE = {"Bucket": "bucket", "Key": "key", "VersionId": "version_id", "IsLatest": "is_latest",
          "IsDeleteMarker": "is_delete_marker", "Size": "size",
          "LastModifiedDate": "last_modified_date", "ETag": "e_tag",
-         "StorageClass": "storage_class"}
+         "StorageClass": "storage_class", "EncryptionStatus": "encryption_status"}
 MANIFEST = "inventory/source/daily/2026-11-25T01-00Z/manifest.json"
 
 
@@ -48,7 +48,7 @@ def csv_row(item: InventoryObject, columns: Sequence[str] = CSV_COLUMNS,
         "Size": "" if item.is_delete_marker else str(item.size),
         "LastModifiedDate": item.last_modified.strftime("%Y-%m-%dT%H:%M:%S.")
         + f"{item.last_modified.microsecond // 1000:03d}Z",
-        "ETag": item.etag, "StorageClass": "STANDARD"}
+        "ETag": item.etag, "StorageClass": "STANDARD", "EncryptionStatus": item.encryption or ""}
     return [values[name] for name in columns]
 
 
@@ -70,6 +70,7 @@ def columnar(items: Sequence[InventoryObject], file_format: str,
                                      pa.timestamp("ms", tz="UTC")),
         "ETag": pa.array([item.etag or None for item in items], pa.string()),
         "StorageClass": pa.array(["STANDARD"] * len(items)),
+        "EncryptionStatus": pa.array([item.encryption for item in items], pa.string()),
     }
     table = pa.table({SNAKE[name]: values[name] for name in columns})
     sink = io.BytesIO()

@@ -1,7 +1,8 @@
 """Change Dump packages cut from a run's changes and written from a directory (spec 13.1,
 13.2): windows that follow each other, limits kept, every package readable by our own reader
-with its manifest copy beside it, objects changed since the inventory left for the next run,
-and a run made again reusing what it wrote whole."""
+with its manifest copy beside it, objects written again since the inventory packaged as read
+and those gone since left for the next run, and a run made again reusing what it wrote
+whole."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_document
 from airflow_provider_resourcesync.publish.bucket import LocalBucket
-from airflow_provider_resourcesync.publish.inventory.local import change_token
+from airflow_provider_resourcesync.publish.inventory.local import change_token, last_modified
 from airflow_provider_resourcesync.publish.packages import (
     PackageSize,
     Planned,
@@ -87,7 +88,7 @@ def inventoried(root: Path, number: int, change: Change = Change.UPDATED) -> Pla
     key = f"docs/k{number}.txt"
     info = (root / key).stat() if change is not Change.DELETED else None
     return Planned(key, SERVED + key, change, at(number), info.st_size if info else 0,
-                   change_token(info) if info else "")
+                   change_token(info) if info else "", last_modified(info) if info else None)
 
 
 def test_packages_from_a_directory_are_read_back_by_our_reader(
@@ -125,16 +126,28 @@ def test_packages_from_a_directory_are_read_back_by_our_reader(
         Change.CREATED, Change.UPDATED, Change.DELETED]
 
 
-def test_an_object_changed_since_the_inventory_is_left_for_the_next_run(
+def test_an_object_written_again_since_the_inventory_is_packaged_as_read_one_gone_left(
         tree: Path, tmp_path: Path) -> None:
+    """Described by the bytes read, not by the inventory; what was read is reported, so the
+    next run compares its inventory with what was published."""
     destination = LocalDestination(tmp_path / "published")
-    changes = [inventoried(tree, number) for number in (1, 2)]
-    os.utime(tree / "docs" / "k2.txt", ns=(1, 1))  # written again since
+    changes = [inventoried(tree, number) for number in (1, 2, 3)]
+    (tree / "docs" / "k2.txt").write_bytes(b"written again since the inventory\n")
+    os.utime(tree / "docs" / "k2.txt", ns=(10**18, 10**18))
+    (tree / "docs" / "k3.txt").unlink()
     (package,) = write_packages(cut(changes, PackageSize(), START, END), LocalBucket(tree),
                                 destination, "dumps/", destination.object_url,
                                 CAPABILITY_LIST, ("md5",))
-    assert [entry.loc for entry in package.manifest] == [SERVED + "docs/k1.txt"]
-    assert package.left == [changes[1]]
+    first, second = package.manifest
+    assert first.loc == SERVED + "docs/k1.txt" and first.lastmod == changes[0].modified
+    body = (tree / "docs" / "k2.txt").read_bytes()
+    assert second.loc == SERVED + "docs/k2.txt" and second.md is not None
+    assert (second.md.length, str(second.md.hash)) == (
+        len(body), f"md5:{hashlib.md5(body).hexdigest()}")
+    assert second.lastmod == datetime.fromtimestamp(10**9, UTC)
+    info = (tree / "docs" / "k2.txt").stat()
+    assert package.read == {"docs/k2.txt": (len(body), change_token(info))}
+    assert package.left == [changes[2]]
 
 
 def test_a_run_made_again_takes_the_packages_it_wrote_whole(tree: Path, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import random
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from airflow_provider_resourcesync.publish.inventory import (
 )
 from airflow_provider_resourcesync.testing import SourceServer
 
-from .reports import CREATED, MANIFEST, SOURCE, directory_put, s3_put, write_report
+from .reports import CREATED, CSV_COLUMNS, MANIFEST, SOURCE, directory_put, s3_put, write_report
 
 T = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 #: Keys S3 Inventory's CSV encoding has to carry: space and plus, percent, tilde and star,
@@ -92,6 +93,28 @@ def test_parquet_and_orc_reports_read_as_csv_does(s3_client: Any, bucket: str, t
     assert list(from_s3.ordered()) == utf8_sorted(items)
     write_report(directory_put(tmp_path), [items], file_format=file_format)
     assert list(directory_report(tmp_path).objects()) == items
+
+
+@pytest.mark.parametrize("file_format", ["CSV", "Parquet", "ORC"])
+@pytest.mark.parametrize("batch", [4096, 2])
+def test_an_etag_is_an_md5_only_where_the_encryption_status_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_format: str, batch: int) -> None:
+    """S3 documents a single-part ETag as the MD5 of the bytes for objects stored unencrypted or
+    with SSE-S3 only; every ETag of SSE-KMS, DSSE-KMS and SSE-C objects, and of a report
+    without the column, is only an ETag (issue 27, item 5)."""
+    monkeypatch.setattr(rows, "BATCH", batch)
+    statuses = ["NOT-SSE", "SSE-S3", "SSE-KMS", "DSSE-KMS", "SSE-C", None, "SSE-S3"]
+    items = [replace(item, encryption=status)
+             for item, status in zip(objects([f"k{n}" for n in range(7)]), statuses,
+                                     strict=True)]
+    items[-1] = replace(items[-1], etag=items[-1].etag + "-3")  # multipart
+    write_report(directory_put(tmp_path), [items], file_format=file_format,
+                 columns=(*CSV_COLUMNS, "EncryptionStatus"))
+    ordered = list(directory_report(tmp_path).ordered())
+    assert ordered == items
+    assert [item.md5 for item in ordered] == [items[0].etag, items[1].etag] + [None] * 5
+    write_report(directory_put(tmp_path / "without"), [items], file_format=file_format)
+    assert [item.md5 for item in directory_report(tmp_path / "without").ordered()] == [None] * 7
 
 
 def test_a_report_without_the_optional_version_columns_reads(tmp_path: Path) -> None:
@@ -269,9 +292,9 @@ GOOD = '"source","k{n}","","true","false","{size}","2026-11-24T12:00:00.000Z","e
     (GOOD.format(n=2, size="1").replace('"e"', '""'), "row 2 has no ETag"),
     (GOOD.format(n=2, size="1").replace('"true"', '"yes"'), "row 2 has 'yes' where true"),
     (GOOD.format(n=2, size="1").replace('"e"', '"e\nf"'),
-     "row 2 has a control character in its ETag or VersionId"),
+     "row 2 has a control character in its ETag, VersionId or EncryptionStatus"),
     (GOOD.format(n=2, size="1").replace('""', '"v\x07"'),
-     "row 2 has a control character in its ETag or VersionId"),
+     "row 2 has a control character in its ETag, VersionId or EncryptionStatus"),
     ('"sour"ce,"k3"\n', "not a whole CSV gzip file"),
     (GOOD.format(n=2, size="1").replace('"source"', '"other"'),
      "row 2 is of bucket 'other', not 'source', the bucket published"),

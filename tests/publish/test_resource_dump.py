@@ -1,7 +1,8 @@
 """A Resource Dump beside each Resource List of a publication (issue 15, Deliver 4; spec 11.1,
 11.2): our baseline operator's engine baselines from it over HTTP and equals the collection; a
-compaction replaces it whole; an object changed or gone since the inventory is left out of it
-and the next run publishes its change; turned off, it is deleted."""
+compaction replaces it whole; an object written again since the inventory is dumped as read,
+one gone since is left out of it, and the next run publishes their changes; turned off, it is
+deleted."""
 
 from __future__ import annotations
 
@@ -84,11 +85,12 @@ def test_a_resource_dump_beside_each_resource_list_is_baselined_from_over_http(
         assert dump_packages(out) == second
 
 
-def test_an_object_changed_or_gone_since_the_inventory_is_left_out_of_the_dump(
+def test_an_object_written_again_since_the_inventory_is_dumped_as_read_one_gone_left_out(
         tmp_path: Path) -> None:
-    """The Resource List lists both as the inventory saw them; the dump leaves them out and
-    the log says so; the next run publishes their changes, and a Destination that baselined
-    from the dump and follows the Change List ends equal to the directory."""
+    """The Resource List lists both as the inventory saw them; the dump holds the one written
+    again as it reads it (described by the bytes read), and leaves out the one gone, which the
+    log says; the next run publishes their changes, and a Destination that baselined from the
+    dump and follows the Change List ends equal to the directory."""
     root, out = tmp_path / "bucket", tmp_path / "published"
     for name in ("a.txt", "b.txt", "c.txt"):
         write(root, name, name.encode())
@@ -106,10 +108,12 @@ def test_an_object_changed_or_gone_since_the_inventory_is_left_out_of_the_dump(
         assert [entry.loc.rpartition("/")[2] for entry in listed] == ["a.txt", "b.txt", "c.txt"]
         (package,) = dump_packages(out)
         with open_package(out / "resourcedump" / package) as opened:
-            assert [entry.loc.rpartition("/")[2] for entry in opened.manifest.entries] == [
-                "c.txt"]
+            dumped = opened.manifest.entries
+            assert [entry.loc.rpartition("/")[2] for entry in dumped] == ["a.txt", "c.txt"]
+            assert dumped[0].md is not None and dumped[0].md.length == len(
+                b"a, overwritten since the inventory")
         left_out = [line for line in lines if "left out of the Resource Dump" in line]
-        assert len(left_out) == 2 and "a.txt" in left_out[0] and "b.txt" in left_out[1]
+        assert len(left_out) == 1 and "b.txt" in left_out[0]
         mirror = LocalDestination(tmp_path / "mirror")
         standing = run_baseline(reader, mirror, capability_list_url=publishing.capability_list,
                                 method="resourcedump")

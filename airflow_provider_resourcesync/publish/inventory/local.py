@@ -27,7 +27,7 @@ from ...errors import InventoryError
 from .objects import InventoryObject, in_scope
 from .skipped import Skipped
 
-__all__ = ["change_token", "walk_directory"]
+__all__ = ["change_token", "last_modified", "walk_directory"]
 
 
 def change_token(info: os.stat_result) -> str:
@@ -63,7 +63,7 @@ def _files(base: Path, prefix: str, exclude_prefix: str | None, skipped: Skipped
            where: str) -> Iterator[InventoryObject]:
     for key, info in _walk(base, "", where, exclude_prefix):
         if in_scope(key, prefix, exclude_prefix) and skipped.key(key) is not None:
-            yield InventoryObject(key, info.st_size, change_token(info), _mtime(info))
+            yield InventoryObject(key, info.st_size, change_token(info), last_modified(info))
 
 
 def _walk(directory: Path, key_prefix: str, where: str,
@@ -108,6 +108,7 @@ def _decoded(name: bytes) -> str:
     return name.decode("utf-8", "surrogateescape")
 
 
-def _mtime(info: os.stat_result) -> datetime:
+def last_modified(info: os.stat_result) -> datetime:
+    """A file's modification time (``info``'s), in UTC, to the microsecond."""
     seconds, nanoseconds = divmod(info.st_mtime_ns, 1_000_000_000)
     return datetime.fromtimestamp(seconds, UTC).replace(microsecond=nanoseconds // 1000)

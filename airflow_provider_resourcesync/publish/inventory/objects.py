@@ -14,10 +14,15 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["CONTROL", "InventoryObject", "fit", "in_scope", "unpublishable"]
+__all__ = ["CONTROL", "MD5_ETAGS", "InventoryObject", "fit", "in_scope", "unpublishable"]
 
-#: A control character: no key, ETag or version may hold one.
+#: A control character: no key, ETag, version or encryption status may hold one.
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+#: The encryption statuses (S3 Inventory's EncryptionStatus) of objects whose single-part
+#: ETag S3 documents as the MD5 of their bytes: unencrypted, or SSE-S3. Not SSE-KMS, DSSE-KMS
+#: nor SSE-C, whose ETags are not MD5s.
+MD5_ETAGS = frozenset({"NOT-SSE", "SSE-S3"})
+_MD5 = re.compile("[0-9a-f]{32}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _REFUSED_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _DOT_SEGMENT = re.compile(r"(?:^|/)\.\.?(?:/|$)")
@@ -37,6 +42,8 @@ class InventoryObject:
     :param version_id: its version, where the inventory lists versions.
     :param is_latest: False for a version that is not the current one.
     :param is_delete_marker: True for a delete marker (the key is deleted if it is the latest).
+    :param encryption: its EncryptionStatus, where the inventory says it (a report with the
+        column); None: not said (a listing, a report without it, a directory walk).
     """
 
     key: str
@@ -46,6 +53,16 @@ class InventoryObject:
     version_id: str | None = None
     is_latest: bool = True
     is_delete_marker: bool = False
+    encryption: str | None = None
+
+    @property
+    def md5(self) -> str | None:
+        """Its MD5, where S3 says its ETag is one: an object stored in one part (32 hex digits;
+        a multipart ETag ends ``-<parts>``) whose inventory says it is unencrypted or SSE-S3
+        (:data:`MD5_ETAGS`); else None, never a guess: a listing says no encryption status,
+        and an SSE-KMS object's ETag looks like any MD5."""
+        etag = self.etag.lower()
+        return etag if self.encryption in MD5_ETAGS and _MD5.fullmatch(etag) else None
 
 
 def unpublishable(key: str) -> str | None:

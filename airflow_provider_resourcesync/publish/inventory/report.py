@@ -61,8 +61,8 @@ class InventoryReport:
         """
         return self.scope.skipped.counted((
             InventoryObject(key, size, etag, datetime.fromisoformat(modified), version, latest,
-                            marker)
-            for key, size, etag, modified, version, latest, marker
+                            marker, encryption)
+            for key, size, etag, modified, version, latest, marker, encryption
             in self._read(Fields.csv_rows, Fields.typed_rows)), self.manifest.where)
 
     def ordered(self) -> Ordered:

@@ -6,7 +6,9 @@ passes through as it is, so a row sorted on disk is parsed once, not formatted a
 S3 writes a CSV report's keys URL-encoded as an HTML form would be: a space as ``+``, every other
 byte outside ``A-Z a-z 0-9 . - _ *`` as ``%XX`` of its UTF-8 encoding. ORC and Parquet keys are
 plain. Delete markers have no size and no ETag; every other row must have both. A row's Bucket,
-where the report has the column, must be the bucket published.
+where the report has the column, must be the bucket published. A row's EncryptionStatus, where
+the report has the column, is kept: it says whether the ETag is an MD5
+(:attr:`.objects.InventoryObject.md5`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from .skipped import Skipped
 __all__ = ["Fields", "Row", "Scope", "entries"]
 
 #: ``(key, size, etag, last_modified (ISO 8601 text, UTC), version_id, is_latest,
-#: is_delete_marker)``.
-Row = tuple[str, int, str, str, "str | None", bool, bool]
+#: is_delete_marker, encryption)``.
+Row = tuple[str, int, str, str, "str | None", bool, bool, "str | None"]
 _BOOLEANS = {"true": True, "false": False}
 _FLAGS = frozenset(_BOOLEANS)
 #: Rows checked a batch at a time.
@@ -46,8 +48,9 @@ _TIMES = re.compile(
 def entries(rows: Iterable[Row]) -> list[str]:
     """The latest of ``rows`` as entries (:mod:`.entries`)."""
     return [SEPARATOR.join((key, str(size), etag, modified, version or "",
-                            "true" if marker else "false"))
-            for key, size, etag, modified, version, latest, marker in rows if latest]
+                            "true" if marker else "false", encryption or ""))
+            for key, size, etag, modified, version, latest, marker, encryption in rows
+            if latest]
 
 
 class Scope:
@@ -66,8 +69,8 @@ class Scope:
 
 class Fields:
     """Where the fields used are in a row of ``columns`` (names as :func:`column_name` makes
-    them), and the ``bucket`` a row must name; Bucket, VersionId, IsLatest and IsDeleteMarker
-    may be absent."""
+    them), and the ``bucket`` a row must name; Bucket, VersionId, IsLatest, IsDeleteMarker and
+    EncryptionStatus may be absent."""
 
     def __init__(self, columns: Sequence[str], bucket: str) -> None:
         self.width = len(columns)
@@ -81,6 +84,7 @@ class Fields:
         self.version = index.get(column_name("VersionId"))
         self.latest = index.get(column_name("IsLatest"))
         self.marker = index.get(column_name("IsDeleteMarker"))
+        self.encryption = index.get(column_name("EncryptionStatus"))
 
     def csv_entries(self, rows: CsvRows, where: str, scope: Scope) -> Iterator[list[str]]:
         """The latest rows in ``scope`` of a CSV file, checked, as batches of entries: a batch
@@ -107,11 +111,13 @@ class Fields:
         keys = _decoded_keys(list(map(itemgetter(self.key), batch)))
         sizes, times, etags = (list(map(itemgetter(at), batch))
                                for at in (self.size, self.modified, self.etag))
-        versions = (list(map(itemgetter(self.version), batch)) if self.version is not None
-                    else ("",) * len(batch))
+        versions, encryptions = (list(map(itemgetter(at), batch)) if at is not None
+                                 else ("",) * len(batch)
+                                 for at in (self.version, self.encryption))
         if (keys is None or _SIZES.fullmatch("\n".join(sizes) + "\n") is None
                 or _TIMES.fullmatch("\n".join(times) + "\n") is None or not all(etags)
-                or not (text := "".join(etags) + "".join(versions)).isprintable()
+                or not (text := "".join(etags) + "".join(versions)
+                        + "".join(encryptions)).isprintable()
                 or '"' in text or (self.marker is not None
                                    and set(map(itemgetter(self.marker), batch)) != {"false"})):
             return None
@@ -130,7 +136,7 @@ class Fields:
             kept = [key in scope for key in keys]
             chosen = kept if chosen is None else list(map(and_, chosen, kept))
         found = map(SEPARATOR.join, zip(keys, sizes, etags, times, versions,
-                                        ("false",) * len(batch), strict=True))
+                                        ("false",) * len(batch), encryptions, strict=True))
         return list(found if chosen is None else compress(found, chosen))
 
     def csv_rows(self, rows: Iterable[list[str]], where: str, scope: Scope,
@@ -142,8 +148,8 @@ class Fields:
         :raises InventoryError: a row breaks the schema (its number and what is wrong named).
         """
         width, key_at, size_at, modified_at = self.width, self.key, self.size, self.modified
-        etag_at, version_at, latest_at, marker_at = (self.etag, self.version, self.latest,
-                                                     self.marker)
+        etag_at, version_at, latest_at, marker_at, encryption_at = (
+            self.etag, self.version, self.latest, self.marker, self.encryption)
         prefix, excluded = scope.prefix, scope.exclude_prefix or None
         for number, row in enumerate(rows, first):
             if len(row) != width:
@@ -170,9 +176,10 @@ class Fields:
             if not etag and not marker:
                 raise _row_error(where, number, "has no ETag")
             version = row[version_at] or None if version_at is not None else None
-            _check_tokens(etag, version, where, number)
+            encryption = row[encryption_at] or None if encryption_at is not None else None
+            _check_tokens(where, number, etag, version, encryption)
             yield (key, size, etag, _modified_text(row[modified_at], where, number), version,
-                   latest, marker)
+                   latest, marker, encryption)
 
     def typed_rows(self, rows: Iterator[tuple[Any, ...]], where: str,
                    scope: Scope) -> Iterator[Row]:
@@ -199,12 +206,13 @@ class Fields:
                 raise _row_error(where, number, f"has a bad LastModifiedDate: {modified!r}")
             if not isinstance(etag, str) or not (etag or marker):
                 raise _row_error(where, number, "has no ETag")
-            version = row[self.version] if self.version is not None else None
-            version = version if isinstance(version, str) and version else None
-            _check_tokens(etag, version, where, number)
+            version, encryption = (_text(row[at]) if at is not None else None
+                                   for at in (self.version, self.encryption))
+            _check_tokens(where, number, etag, version, encryption)
             yield (key, size, etag.strip('"'),
                    (modified.replace(tzinfo=UTC) if modified.tzinfo is None
-                    else modified.astimezone(UTC)).isoformat(), version, latest, marker)
+                    else modified.astimezone(UTC)).isoformat(), version, latest, marker,
+                   encryption)
 
     def _check_bucket(self, row: Sequence[Any], where: str, number: int) -> None:
         """:raises InventoryError: ``row`` names another bucket than the one published."""
@@ -232,10 +240,17 @@ def _decoded_keys(encoded: Sequence[str]) -> list[str] | None:
     return keys if len(keys) == len(encoded) and all(keys) and fit(text) else None
 
 
-def _check_tokens(etag: str, version: str | None, where: str, number: int) -> None:
-    """An ETag or version holding a control character is no S3 token (and breaks an entry)."""
-    if CONTROL.search(etag) or (version is not None and CONTROL.search(version)):
-        raise _row_error(where, number, "has a control character in its ETag or VersionId")
+def _text(value: Any) -> str | None:
+    """A typed row's optional text field: None where it is null or empty."""
+    return value if isinstance(value, str) and value else None
+
+
+def _check_tokens(where: str, number: int, *tokens: str | None) -> None:
+    """An ETag, version or encryption status holding a control character is no S3 token (and
+    breaks an entry)."""
+    if any(token is not None and CONTROL.search(token) for token in tokens):
+        raise _row_error(where, number, "has a control character in its ETag, VersionId or "
+                                        "EncryptionStatus")
 
 
 def _decoded(text: str) -> str:
