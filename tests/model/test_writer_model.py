@@ -24,7 +24,7 @@ from .sources import Directory, Mirror, Publisher, S3Objects, Source
 from .stores import LocalStore, S3Store
 
 #: Examples and steps per run of the model, by storage (S3 costs about 12 ms a request).
-SIZES = {"local": (6, 12), "s3": (3, 6)}
+SIZES = {"local": (5, 12), "s3": (3, 6)}
 
 
 def worlds(user: str, storage: str, folder: Path, request: pytest.FixtureRequest
