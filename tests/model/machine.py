@@ -4,9 +4,7 @@ followers that join at any step by each route the Source offers. After every ste
 follower's next run leaves it holding what the Source's documents describe, and the documents
 list each change once (:mod:`.audit`).
 
-The model steers around the defects it found ("found N" below and in :mod:`.audit`; each
-shown by a plain test in tests/model/test_found.py, failing until it is fixed): drop a detour
-once its defect is fixed.
+The defects it found are each a plain test in tests/model/test_found.py.
 """
 
 from __future__ import annotations
@@ -119,12 +117,9 @@ class WriterModel(RuleBasedStateMachine):
 
     # -- the Source --------------------------------------------------------------------------
 
-    @initialize()
-    def first_run(self) -> None:
-        """Not killed: a publisher's first run killed after its Resource List and made again
-        keeps no snapshot time, and a later run killed after a compaction then fails on every
-        try (found 2; tests/publish/test_killed_publish.py kills first runs)."""
-        self.run(self.tick(), None)
+    @initialize(kill=kills)
+    def first_run(self, kill: int | None = None) -> None:
+        self.run(self.tick(), kill)
 
     @rule(changed=few_changes, kill=kills)
     def change(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
@@ -140,25 +135,20 @@ class WriterModel(RuleBasedStateMachine):
         self.apply(changed)
         self.run(self.tick(), kill)
 
-    @precondition(lambda self: isinstance(self.source, Mirror) and bool(self.expected))
+    @precondition(lambda self: isinstance(self.source, Mirror))
     @rule(changed=changes(0, 2), kill=kills)
     def rebaseline(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
         """The mirror baselines again (removing what the Source no longer lists): a compaction,
-        its changes in its Change List too. Not before the first Change List: a baseline that
-        changes nothing then moves the start of the first list past the followers (found 5)."""
+        its changes in its Change List too."""
         self.apply(changed)
         self.run(self.tick(), kill, rebaseline=True)
 
     @rule(changed=few_changes, kill=kills)
     def clock_back(self, changed: list[tuple[int, bool]], kill: int | None) -> None:
         """A run on a clock an hour behind the last run's, changes dated then (a publisher's
-        inventory that old publishes nothing: its changes wait for the next run). The mirror's
-        clock goes back no further than just after its Resource List's ``at``: a change made
-        on a clock behind it is dated before it (found 4)."""
+        inventory that old publishes nothing: its changes wait for the next run)."""
         assert self.last is not None
         when = self.last - timedelta(hours=1)
-        if isinstance(self.source, Mirror):
-            when = max(when, self.audit.snapshot_at() + timedelta(milliseconds=1))
         self.apply(changed, when)
         self.run(when, kill)
 
@@ -181,10 +171,9 @@ class WriterModel(RuleBasedStateMachine):
         view = self.view()
         with self.made.client() as client:
             for follower in self.followers:
-                if self.expected:  # before the first change is listed, the run fails (found 1)
-                    follower.checkpoint = run_incremental(
-                        client, follower.destination, checkpoint=follower.checkpoint,
-                        capability_list_url=self.source.capability_list, method=follower.route[1])
+                follower.checkpoint = run_incremental(
+                    client, follower.destination, checkpoint=follower.checkpoint,
+                    capability_list_url=self.source.capability_list, method=follower.route[1])
                 assert held(follower.destination) == view, follower.route
 
     @invariant()

@@ -1,6 +1,5 @@
 """Defects the model found (issue 26, item 5), each the shortest sequence of its steps that
-shows it, as a plain test: they fail until the package is fixed. The model steers around each
-("found N" in tests/model/machine.py and audit.py); once one is fixed, drop its detour there."""
+shows it, as a plain test (each failed on the package as the model found it)."""
 
 from __future__ import annotations
 

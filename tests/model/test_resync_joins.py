@@ -1,8 +1,8 @@
 """resync 2.0.1, the reference implementation, joins the model's Source late, as one of its
 followers: after changes, kills, compactions and a clock gone back, its baseline from the
 Resource List holds what the Source's documents describe. resync reads no Change List Index, so
-it joins right after a run that compacts; the writer does not bound the Resource List's age
-yet (tests/model/test_found.py, found 6)."""
+it joins right after a run that compacts: between compactions the Resource List lacks the
+latest changes, for at most its age bound (tests/model/test_found.py, found 6)."""
 
 from __future__ import annotations
 
