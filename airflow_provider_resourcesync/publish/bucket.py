@@ -91,6 +91,11 @@ class Bucket(Protocol):
         """
         ...
 
+    def type_of(self, key: str) -> str | None:
+        """The media type the object at ``key`` is served with, where it is known without
+        reading it (a first run reads nothing); None where it is not: never a guess."""
+        ...
+
 
 class LocalBucket:
     """The regular files under ``root``, read without following a link anywhere on the way (a
@@ -112,6 +117,10 @@ class LocalBucket:
 
     def read(self, key: str) -> _OpenFile:
         return _OpenFile(self, key)
+
+    def type_of(self, key: str) -> str | None:
+        """A file's, by its name (as a server of the folder maps names to types)."""
+        return mimetypes.guess_type(key)[0]
 
     def _open(self, key: str) -> int | None:
         """A descriptor of the file at ``key``, each folder opened below the one before with no
@@ -175,7 +184,7 @@ class _OpenFile:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):
             return None
-        return Read(iter(partial(file.read, _CHUNK), b""), mimetypes.guess_type(self._key)[0],
+        return Read(iter(partial(file.read, _CHUNK), b""), self._bucket.type_of(self._key),
                     change_token(info), info.st_size, last_modified(info))
 
     def __exit__(self, *_: object) -> None:
@@ -197,6 +206,11 @@ class S3Bucket:
 
     def where(self, key: str) -> str:
         return f"s3://{self.bucket}/{shown_key(key)[1:-1]}"
+
+    def type_of(self, key: str) -> str | None:
+        """Unknown: an object's Content-Type is its own, and neither a listing nor an
+        inventory report carries it."""
+        return None
 
     @contextmanager
     def read(self, key: str) -> Iterator[Read | None]:

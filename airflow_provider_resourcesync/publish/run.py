@@ -21,7 +21,6 @@ change is published once.
 
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -288,7 +287,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         tally = _Tally()
         if plan.start is None:  # the first run: a Resource List of every object
             for change in planned:
-                writer.put(_described(change), when=change.when)
+                writer.put(_described(change, bucket), when=change.when)
                 tally.changes += 1
         else:
             _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
@@ -399,12 +398,14 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
     return [Entry(writer.url(writer.key(RESOURCE_DUMP)), md=Metadata(capability="resourcedump"))]
 
 
-def _described(change: Planned) -> ObjectRecord:
+def _described(change: Planned, bucket: Bucket) -> ObjectRecord:
     """A first run's object, described by the inventory: its MD5 where the inventory says its
-    ETag is one (an object S3 stored in one part, unencrypted or SSE-S3), else no hash."""
+    ETag is one (an object S3 stored in one part, unencrypted or SSE-S3), else no hash; its
+    type where the bucket knows it unread (a file's, by its name), else none: an S3 object's
+    Content-Type is its own, which a guess from its name may contradict."""
     hashes = Hashes.of(md5=change.md5) if change.md5 else Hashes(())
     return ObjectRecord(change.uri, change.key, change.size, hashes,
-                        change.modified or change.when, mimetypes.guess_type(change.key)[0])
+                        change.modified or change.when, bucket.type_of(change.key))
 
 
 def _planned(change: Diffed, resources: str) -> Planned:

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_resourcesync.protocol.reader import read_document
-from airflow_provider_resourcesync.publish.bucket import S3Bucket
+from airflow_provider_resourcesync.publish.bucket import LocalBucket, S3Bucket
 from airflow_provider_resourcesync.publish.inventory import (
     InventoryObject,
     S3ReportReader,
     list_bucket,
     read_report,
+    walk_directory,
 )
 from airflow_provider_resourcesync.publish.run import Publication, publish
 from airflow_provider_resourcesync.storage.local import LocalDestination
@@ -78,3 +79,25 @@ def test_a_packaged_objects_type_is_the_content_type_s3_serves_it_with(
     assert {entry.loc.rsplit("/", 1)[1]: entry.md.type
             for entry in read_document(manifest.read_bytes()).entries if entry.md} == {
         "data.json": "text/plain; charset=utf-8", "noname": "binary/octet-stream"}
+
+
+def test_a_first_runs_type_is_the_buckets_where_known_unread_and_never_a_guess(
+        s3_client: Any, bucket: str, tmp_path: Path) -> None:
+    """A first run reads nothing: an S3 object's Content-Type is its own (a ``.json`` key may
+    be stored as text/plain), so its Resource List entry carries no type rather than a guess
+    from the name (issue 27); a file's type is what a server of the folder gives it, by name."""
+    s3_client.put_object(Bucket=bucket, Key="data.json", Body=b"{}",
+                         ContentType="text/plain; charset=utf-8")
+    on_s3 = tmp_path / "from-s3"
+    publish(Publication(LocalDestination(on_s3), base_url="https://objects.example.org/"),
+            list_bucket(s3_client, bucket), T1, S3Bucket(s3_client, bucket))
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "data.json").write_bytes(b"{}")
+    from_folder = tmp_path / "from-folder"
+    publish(Publication(LocalDestination(from_folder), base_url="https://files.example.org/"),
+            walk_directory(folder), T1, LocalBucket(folder))
+    types = [{entry.loc.rsplit("/", 1)[1]: entry.md.type if entry.md else None
+              for entry in read_document((out / "resourcelist.xml").read_bytes()).entries}
+             for out in (on_s3, from_folder)]
+    assert types == [{"data.json": None}, {"data.json": "application/json"}]
