@@ -85,7 +85,7 @@ class Deletions:
 
     def check(self, share: float, inventory_time: datetime) -> None:
         """:raises PublishError: more deletions than ``share`` of the objects allows (rounded
-        up to a whole object, so one is always allowed)."""
+        up to a whole object, so any share above 0 allows one)."""
         allowed = math.ceil(share * self.objects)
         if self.deleted > allowed:
             needed = math.ceil(100 * self.deleted / self.objects) / 100

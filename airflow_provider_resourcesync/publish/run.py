@@ -216,9 +216,10 @@ def _published(publication: Publication, inventory: Iterable[InventoryObject],
             f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
             "report published already, or the same time twice); the first inventory after "
             "that publishes")
-        checkpoint = _checkpoint(publication, saved.time, saved.objects, list(saved.left),
-                                 saved.read)
-        return done.result if done is not None else Published(0, 0, 0, saved.left, checkpoint)
+        if done is not None:
+            return done.result
+        return Published(0, 0, 0, saved.left, _checkpoint(
+            publication, saved.time, saved.objects, list(saved.left), saved.read))
     if checker is not None:
         inventory = checker.sampled(inventory)
         log(f"base_url serves the objects: {checker.objects(bucket):,} of them fetched from "

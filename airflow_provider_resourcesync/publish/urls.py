@@ -32,6 +32,7 @@ from ..errors import (
     PublishError,
     UnsafeContentError,
 )
+from ..protocol.closing import ClosedOnExit
 from ..protocol.hashes import Hashes
 from ..protocol.model import Metadata
 from ..storage.base import Destination
@@ -96,7 +97,7 @@ def check_unchanged(name: str, saved: str | None, given: str | None, where: str)
         "publish_to (followers baseline from the new one), or delete what is at publish_to")
 
 
-class UrlChecker:
+class UrlChecker(ClosedOnExit):
     """The checks of one run: ``base_url`` serves the objects, ``publish_url`` (None: not
     served over HTTP) the destination; :meth:`close` (or ``with``) ends its client."""
 
@@ -107,12 +108,6 @@ class UrlChecker:
         self._client = ResourceSyncClient(check.policy, source_urls=[
             self.resources, *([self.publish_url] if self.publish_url else [])])
         self._picked: list[InventoryObject] = []
-
-    def __enter__(self) -> UrlChecker:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def close(self) -> None:
         self._client.close()
