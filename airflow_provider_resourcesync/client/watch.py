@@ -21,7 +21,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..errors import DocumentError
 from ..protocol.datetimes import format_datetime
 from ..protocol.gap import check_no_gap
 from ..protocol.model import Capability, Entry, Head
@@ -206,8 +205,9 @@ def _after(ref: ChangeListRef, document: StreamedDocument, position: ChangePosit
 
 @dataclass(frozen=True, slots=True)
 class ChangeListStatus:
-    """The Change List a position is in: its URL, its ``until`` once closed (12.1), and the
-    list after it in the index, once there is one (12.2)."""
+    """The Change List a position is in: its URL (the index's, while it lists none yet), its
+    ``until`` once closed (12.1), and the list after it in the index, once there is one
+    (12.2)."""
 
     list_url: str
     until: datetime | None
@@ -250,9 +250,8 @@ def change_list_status(change_list_url: str, position: ChangePosition
         check_no_gap(change_list_url, [ref], position)
         return ChangeListStatus(ref.url, ref.until, None)
     lists = _children(document)
-    if not lists:
-        raise DocumentError("a Change List Index that lists no Change List", url=change_list_url,
-                            section="12.2")
+    if not lists:  # 12.2 allows none: a Source's first save lists none until its first change
+        return ChangeListStatus(change_list_url, None, None)
     check_no_gap(change_list_url, lists, position)
     number = _current(lists, position)
     current, newer = lists[number], lists[number + 1:]

@@ -26,7 +26,10 @@ import pytest
 from airflow_provider_resourcesync.publish.bucket import LocalBucket
 from airflow_provider_resourcesync.publish.inventory import walk_directory
 from airflow_provider_resourcesync.publish.run import Publication, publish
-from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
+from airflow_provider_resourcesync.sensors.changelist import (
+    ResourceSyncChangeListSensor,
+    ResourceSyncClosedChangeListSensor,
+)
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
@@ -47,14 +50,14 @@ T1 = datetime(2030, 1, 1, tzinfo=UTC)
 @dataclass
 class FirstSaved:
     """A Source after its first save, served by ``web``: its Capability List and Change List
-    (Index), the methods its followers may follow by, and ``change()``, which makes and saves
-    the Source's first change."""
+    (Index), the methods its followers may follow by, and ``change(name)``, which creates
+    ``name`` and saves the Source (a Change List per save)."""
 
     web: SourceServer
     capability_list: str
     change_list: str
     methods: tuple[str, ...]
-    change: Callable[[], None]
+    change: Callable[..., None]
 
     def requests_for(self, url: str) -> int:
         path = url.removeprefix(self.web.base_url)
@@ -77,8 +80,8 @@ def published_directory(tmp_path: Path, web: SourceServer) -> FirstSaved:
                 walk_directory(root), when, LocalBucket(root), now=when)
         served.refresh()
 
-    def change() -> None:
-        (root / "new.txt").write_bytes(b"the first change\n")
+    def change(name: str = "new.txt") -> None:
+        (root / name).write_bytes(b"the first change\n")
         run()
 
     run()
@@ -101,8 +104,8 @@ def published_mirror(tmp_path: Path, web: SourceServer) -> FirstSaved:
                               public_url=served.url)]
     served.refresh()
 
-    def change() -> None:
-        upstream.create("new.txt", b"the first change\n")
+    def change(name: str = "new.txt") -> None:
+        upstream.create(name, b"the first change\n")
         upstream.publish()
         with client_for(web) as client:
             saved.append(run_incremental(client, LocalDestination(root), checkpoint=saved[-1],
@@ -182,6 +185,32 @@ def test_the_sensor_waits_quietly_before_the_first_change_then_sees_it(
     changer.join(timeout=60)
     assert states(run) == {"wait": "success"}
     assert xcom(run, "wait")["count"] == 1
+
+
+def test_the_closed_sensor_waits_before_the_first_change_until_the_first_list_closes(
+        first_saved: FirstSaved, tmp_path: Path) -> None:
+    """The list the checkpoint will be in does not exist yet: the sensor waits (it failed with
+    "a Change List Index that lists no Change List"); the first change opens it, the second
+    closes it (a newer list follows, 12.2)."""
+    checkpoint = baselined(first_saved, tmp_path / "follower").to_json()
+    index = first_saved.change_list
+
+    def two_changes_once_looked_at_twice() -> None:
+        deadline = time.monotonic() + 60
+        while first_saved.requests_for(index) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        first_saved.change("first.txt")
+        first_saved.change("second.txt")
+
+    changer = threading.Thread(target=two_changes_once_looked_at_twice, daemon=True)
+    changer.start()
+    run = run_dag("closed_before_first_change", lambda: ResourceSyncClosedChangeListSensor(
+        task_id="wait", capability_list_url=first_saved.capability_list, checkpoint=checkpoint,
+        poke_interval=0.3, timeout=60))
+    changer.join(timeout=60)
+    assert states(run) == {"wait": "success"}
+    seen = xcom(run, "wait")
+    assert seen["list_url"] != index and seen["newer_list_url"] is not None
 
 
 def test_the_event_trigger_waits_quietly_before_the_first_change_then_fires(
