@@ -164,27 +164,36 @@ def test_an_incremental_run_before_the_first_change_finds_nothing_by_every_metho
         assert len(now) == 4 and b"the first change\n" in now.values(), method
 
 
-def test_the_sensor_waits_quietly_before_the_first_change_then_sees_it(
-        first_saved: FirstSaved, tmp_path: Path) -> None:
-    """Poke mode, in a real ``dag.test()`` run: pokes that find the Change List Index empty
-    wait; the change made while the sensor waits ends the wait."""
-    checkpoint = baselined(first_saved, tmp_path / "follower").to_json()
-    index = first_saved.change_list
+def sensed(first_saved: FirstSaved, sensor: type[Any], follower: Path, *names: str) -> Any:
+    """A ``dag.test()`` run of ``sensor`` in poke mode, from a follower baselined into
+    ``follower``; once it has looked at the Change List Index twice, the Source saves a change
+    of each of ``names``, in turn. The task's XCom."""
+    checkpoint = baselined(first_saved, follower).to_json()
 
     def change_once_looked_at_twice() -> None:
         deadline = time.monotonic() + 60
-        while first_saved.requests_for(index) < 2 and time.monotonic() < deadline:
+        while first_saved.requests_for(first_saved.change_list) < 2 \
+                and time.monotonic() < deadline:
             time.sleep(0.05)
-        first_saved.change()
+        for name in names:
+            first_saved.change(name)
 
     changer = threading.Thread(target=change_once_looked_at_twice, daemon=True)
     changer.start()
-    run = run_dag("watch_before_first_change", lambda: ResourceSyncChangeListSensor(
+    run = run_dag(f"{sensor.__name__}_before_first_change", lambda: sensor(
         task_id="wait", capability_list_url=first_saved.capability_list, checkpoint=checkpoint,
         poke_interval=0.3, timeout=60))
     changer.join(timeout=60)
     assert states(run) == {"wait": "success"}
-    assert xcom(run, "wait")["count"] == 1
+    return xcom(run, "wait")
+
+
+def test_the_sensor_waits_quietly_before_the_first_change_then_sees_it(
+        first_saved: FirstSaved, tmp_path: Path) -> None:
+    """Poke mode, in a real ``dag.test()`` run: pokes that find the Change List Index empty
+    wait; the change made while the sensor waits ends the wait."""
+    seen = sensed(first_saved, ResourceSyncChangeListSensor, tmp_path / "follower", "new.txt")
+    assert seen["count"] == 1
 
 
 def test_the_closed_sensor_waits_before_the_first_change_until_the_first_list_closes(
@@ -192,25 +201,9 @@ def test_the_closed_sensor_waits_before_the_first_change_until_the_first_list_cl
     """The list the checkpoint will be in does not exist yet: the sensor waits (it failed with
     "a Change List Index that lists no Change List"); the first change opens it, the second
     closes it (a newer list follows, 12.2)."""
-    checkpoint = baselined(first_saved, tmp_path / "follower").to_json()
-    index = first_saved.change_list
-
-    def two_changes_once_looked_at_twice() -> None:
-        deadline = time.monotonic() + 60
-        while first_saved.requests_for(index) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        first_saved.change("first.txt")
-        first_saved.change("second.txt")
-
-    changer = threading.Thread(target=two_changes_once_looked_at_twice, daemon=True)
-    changer.start()
-    run = run_dag("closed_before_first_change", lambda: ResourceSyncClosedChangeListSensor(
-        task_id="wait", capability_list_url=first_saved.capability_list, checkpoint=checkpoint,
-        poke_interval=0.3, timeout=60))
-    changer.join(timeout=60)
-    assert states(run) == {"wait": "success"}
-    seen = xcom(run, "wait")
-    assert seen["list_url"] != index and seen["newer_list_url"] is not None
+    seen = sensed(first_saved, ResourceSyncClosedChangeListSensor, tmp_path / "follower",
+                  "first.txt", "second.txt")
+    assert seen["list_url"] != first_saved.change_list and seen["newer_list_url"] is not None
 
 
 def test_the_event_trigger_waits_quietly_before_the_first_change_then_fires(
