@@ -139,14 +139,18 @@ class SyncIncompleteError(ResourceSyncError):
     :param failed: how many failed in all.
     :param lasting: how many of them a re-run cannot fix.
     :param fixes: what must change for those, each said once.
+    :param stopped: the host the run stopped on, having stopped answering; None: the run went
+        through every resource.
     """
 
     def __init__(self, message: str, *, failures: list[tuple[str, str]], failed: int,
-                 lasting: int = 0, fixes: tuple[str, ...] = ()) -> None:
+                 lasting: int = 0, fixes: tuple[str, ...] = (),
+                 stopped: str | None = None) -> None:
         self.failures = failures
         self.failed = failed
         self.lasting = lasting
         self.fixes = fixes
+        self.stopped = stopped
         self.rerun_helps = not lasting
         examples = "; ".join(f"{uri} : {reason}" for uri, reason in failures)
         super().__init__(f"{message}: {failed} failed (e.g. {examples})")

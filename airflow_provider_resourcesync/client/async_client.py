@@ -91,8 +91,7 @@ class AsyncResourceSyncClient:
                 sink.discard()
                 raise
             if step.delay:
-                log.info("Retrying %s in %.1f s (try %d)", exchange.url, step.delay,
-                         exchange.tries + 1)
+                self.budget.note_retry(exchange.url, step.delay, exchange.tries + 1)
                 await asyncio.sleep(step.delay)
 
     def _slot(self, url: str) -> asyncio.Semaphore:

@@ -19,6 +19,9 @@ log = logging.getLogger(__name__)
 
 #: Statuses worth another try (DESIGN.md: 429 and 5xx).
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+#: Retries of a run logged one by one at INFO; the rest at DEBUG, so that a Source down makes
+#: tens of lines, not one per resource and try.
+RETRIES_SHOWN = 10
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -46,11 +49,23 @@ class RetryBudget:
         self._left = seconds
         self._lock = threading.Lock()
         self._told = False
+        self._retries = 0
 
     def restart(self) -> None:
         """Give the whole budget again: a new run of a client kept open (a trigger's poll)."""
         with self._lock:
-            self._left, self._told = self.seconds, False
+            self._left, self._told, self._retries = self.seconds, False, 0
+
+    def note_retry(self, url: str, delay: float, attempt: int) -> None:
+        """Log that ``url`` is tried again (its ``attempt``-th try) in ``delay`` seconds: the
+        first :data:`RETRIES_SHOWN` retries of the run at INFO, the others at DEBUG."""
+        with self._lock:
+            self._retries += 1
+            count = self._retries
+        if count == RETRIES_SHOWN + 1:
+            log.info("More retries in this run: logged at DEBUG only")
+        log.log(logging.INFO if count <= RETRIES_SHOWN else logging.DEBUG,
+                "Retrying %s in %.1f s (try %d)", url, delay, attempt)
 
     def spend(self, seconds: float) -> None:
         """A failed try took ``seconds``."""

@@ -216,15 +216,14 @@ class ResourceSyncClient(ClosedOnExit):
             self.guard.check_url(entry.loc)
             candidates = [url for url in candidates if self._may_fetch(entry, url)]
         candidates.append(entry.loc)
-        failure: Exception | None = None
-        for url in candidates:
+        *others, last = candidates
+        for url in others:
             try:
                 return self.download(url, dest, expected=entry.md)
             except (FetchError, ContentMismatchError, UnsafeContentError) as error:
-                log.warning("Fetching %s from %s failed: %s", entry.loc, url, error)
-                failure = error
-        assert failure is not None
-        raise failure
+                log.warning("Fetching %s from %s failed, trying the next: %s", entry.loc, url,
+                            error)
+        return self.download(last, dest, expected=entry.md)  # its failure is the caller's
 
     def _may_fetch(self, entry: Entry, duplicate: str) -> bool:
         try:
@@ -266,8 +265,7 @@ class ResourceSyncClient(ClosedOnExit):
                 sink.discard()
                 raise
             if step.delay:
-                log.info("Retrying %s in %.1f s (try %d)", exchange.url, step.delay,
-                         exchange.tries + 1)
+                self.budget.note_retry(exchange.url, step.delay, exchange.tries + 1)
                 time.sleep(step.delay)
 
     def _request(self, target: httpx.URL, headers: Mapping[str, str], deadline: float

@@ -53,6 +53,10 @@ _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
 
 def next_step(error: ResourceSyncError) -> str:
     """What to do about ``error``."""
+    if isinstance(error, SyncIncompleteError) and error.stopped is not None:
+        return (f"check that {error.stopped} is up and reachable from the worker (and, if it "
+                "never answered, the connection's host and port), then re-run this task: what "
+                "was fetched before the run stopped is kept")
     if isinstance(error, SyncIncompleteError) and not error.rerun_helps:
         return (f"change what makes {error.lasting} of the failures lasting, as running the "
                 f"task again cannot fix them: {'; '.join(error.fixes) or 'see the reasons'}")

@@ -205,10 +205,13 @@ class _Run:
                                  shard=self.shard, concurrency=self.concurrency,
                                  policy=self.client.policy, parent_fetches=index,
                                  since=since, log=self.tally.log) if pays else 1
+            taken = self.tally.taking(iter(entries))
             if count > 1:
-                self._on_workers(count, entries, index)
+                self._on_workers(count, taken, index)
             else:
-                self._here(entries)
+                self._here(taken)
+            if self.tally.stopped is not None:
+                self.complete = False  # a run stopped early removes nothing
             return walk.at
 
     def _here(self, entries: Iterable[Entry]) -> None:

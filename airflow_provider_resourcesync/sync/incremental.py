@@ -250,10 +250,15 @@ class _Run:
         self.tally.stats["resources"] += len(coalesced.winners)
         self.tally.total = self.tally.done + len(coalesced.winners)  # for the progress lines
         earliest: Winner | None = None
-        for winner, outcome in bounded_map(partial(self._one, write), coalesced.winners,
-                                           self.concurrency):
+        winners = iter(coalesced.winners)
+        for winner, outcome in bounded_map(partial(self._one, write),
+                                           self.tally.taking(winners), self.concurrency):
             self.tally.count(outcome)
             if outcome.kind == "failed" and (earliest is None or winner.order < earliest.order):
+                earliest = winner
+        # a run stopped (a host down) stands before the changes it did not take, as if failed
+        for winner in winners:
+            if earliest is None or winner.order < earliest.order:
                 earliest = winner
         return coalesced.standing(() if earliest is None else (earliest,))
 

@@ -4,12 +4,16 @@ running it again can fix them (or what must change first)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import urlsplit
 
+from ..client.retry import RETRY_STATUSES
 from ..errors import (
     ConfigurationError,
     DocumentError,
+    FetchError,
     ResourceSyncError,
     SyncIncompleteError,
     UnsafeContentError,
@@ -18,10 +22,15 @@ from ..errors import (
 from ..units import byte_size, counted
 from .log import Log
 
-__all__ = ["Outcome", "Tally", "fix_for"]
+__all__ = ["STOP_AFTER", "Outcome", "Tally", "fix_for"]
 
-#: Failures kept to show (all are counted).
+T = TypeVar("T")
+
+#: Failures kept to show, and logged one by one (all are counted).
 SHOWN = 10
+#: Resources of one host failing in a row, each after its retries, with no answer or one asking
+#: to come back later (429, 5xx), after which a run starts no more: the host is down.
+STOP_AFTER = 20
 #: Resources between two progress lines in the log.
 PROGRESS_EVERY = 1000
 #: The longest silence between two progress lines, in seconds, however slowly resources come.
@@ -31,8 +40,8 @@ PROGRESS_SECONDS = 30.0
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What became of one resource: ``"fetched"``, ``"unchanged"`` or ``"failed"`` (with
-    ``reason``, whether a re-run can fix it, and if not, ``fix``); ``length``: the bytes
-    written."""
+    ``reason``, whether a re-run can fix it, and if not, ``fix``; ``down``: the host, where it
+    gave no answer or one asking to come back later); ``length``: the bytes written."""
 
     uri: str
     kind: str
@@ -40,11 +49,16 @@ class Outcome:
     reason: str | None = None
     rerun_helps: bool = True
     fix: str | None = None
+    down: str | None = None
 
     @classmethod
     def failed(cls, uri: str, reason: str, error: ResourceSyncError) -> Outcome:
+        down = None
+        if isinstance(error, FetchError) and (error.status is None
+                                              or error.status in RETRY_STATUSES):
+            down = urlsplit(error.url).netloc
         return cls(uri, "failed", reason=reason, rerun_helps=error.rerun_helps,
-                   fix=fix_for(error))
+                   fix=fix_for(error), down=down)
 
 
 @dataclass
@@ -61,8 +75,12 @@ class Tally:
     fixes: list[str] = field(default_factory=list)  # what must change for them, each once
     total: int | None = None  # outcomes the run will count, where it knows
     clock: Callable[[], float] = time.monotonic
+    #: Why the run starts no more resources (a host stopped answering); None: it goes on.
+    stopped: str | None = None
+    stopped_host: str | None = None
     started: float = field(init=False)
     _told: float = field(init=False)  # when progress was last logged
+    _down: dict[str, int] = field(default_factory=dict)  # host -> failures in a row
 
     def __post_init__(self) -> None:
         self.started = self._told = self.clock()
@@ -73,7 +91,9 @@ class Tally:
         if outcome.reason is not None:
             self.fail(outcome.uri, outcome.reason, rerun_helps=outcome.rerun_helps,
                       fix=outcome.fix)
+            self._watch_host(outcome)
         else:
+            self._down.pop(urlsplit(outcome.uri).netloc, None)
             self.stats[outcome.kind] += 1
             self.stats["bytes"] += outcome.length
         self.done += 1
@@ -81,6 +101,29 @@ class Tally:
         if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
             self._told = now
             self.log.info("Progress: %s: %s", self._pace(now), counted(self.stats))
+
+    def _watch_host(self, outcome: Outcome) -> None:
+        """Stop the run once :data:`STOP_AFTER` resources of one host failed in a row with no
+        answer (refused, reset, timed out) or one asking to come back later."""
+        if outcome.down is None:
+            self._down.pop(urlsplit(outcome.uri).netloc, None)
+            return
+        streak = self._down[outcome.down] = self._down.get(outcome.down, 0) + 1
+        if streak >= STOP_AFTER and self.stopped is None:
+            self.stopped_host = outcome.down
+            self.stopped = (f"{outcome.down} stopped answering: the last {streak} resources "
+                            f"from it failed in a row (the last: {outcome.reason})")
+            self.log.warning("Stopping: %s; no more resources are started, those under way "
+                             "end", self.stopped)
+
+    def taking(self, items: Iterator[T]) -> Iterator[T]:
+        """``items`` until the run stops (:attr:`stopped`); those not taken stay in ``items``."""
+        while self.stopped is None:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            yield item
 
     def _pace(self, now: float) -> str:
         """How far the run is: done (of how many), in how long, at what rates (resources and
@@ -103,9 +146,13 @@ class Tally:
             self.lasting += 1
             if fix is not None and fix not in self.fixes and len(self.fixes) < SHOWN:
                 self.fixes.append(fix)
-        self.log.warning("Failed: %s : %s%s", what, reason, f" (to fix: {fix})" if fix else "")
         if len(self.failures) < SHOWN:
             self.failures.append((what, reason))
+            self.log.warning("Failed: %s : %s%s", what, reason,
+                             f" (to fix: {fix})" if fix else "")
+        elif self.stats["failed"] == SHOWN + 1:
+            self.log.warning("More failures: counted, not logged one by one (the progress "
+                             "lines and the end of the run say how many)")
 
     def raise_if_failed(self, what: str) -> None:
         """:class:`SyncIncompleteError` if anything failed, saying what was done and what next:
@@ -115,6 +162,13 @@ class Tally:
             return
         done = ", ".join(f"{self.stats[name]} {name}"
                          for name in ("fetched", "unchanged", "removed"))
+        if self.stopped is not None:
+            raise SyncIncompleteError(
+                f"{what} stopped early: {self.stopped}. Kept: {done}, committed and recorded; "
+                f"re-run once {self.stopped_host} answers (check the connection's host and "
+                "port if it never did): what was kept is not fetched again",
+                failures=list(self.failures), failed=failed, lasting=self.lasting,
+                fixes=tuple(self.fixes), stopped=self.stopped_host)
         if not self.lasting:
             step = "re-run the task to converge"
         else:
