@@ -85,6 +85,18 @@ class DocumentError(ResourceSyncError):
         return text
 
 
+class SourceNotFoundError(DocumentError):
+    """Discovery (6.3) found no ResourceSync Source from a URL: the URL (the connection's host,
+    port and path, or ``capability_list_url``) is the likely fault, not the Source's documents.
+    ``unreachable``: the URL itself got no answer (refused, reset, timed out, no such host), so
+    a re-run may succeed once it answers."""
+
+    def __init__(self, message: str, *, url: str, unreachable: bool) -> None:
+        self.unreachable = unreachable
+        self.rerun_helps = unreachable
+        super().__init__(message, url=url, section="6.3")
+
+
 class UnsafeContentError(DocumentError):
     """Content refused by a safety rule (DTDs, size caps, ZIP path tricks, ...)."""
 

@@ -14,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import DocumentError, FetchError, ResourceSyncError, UnsafeContentError
+from ..errors import (
+    DocumentError,
+    FetchError,
+    ResourceSyncError,
+    SourceNotFoundError,
+    UnsafeContentError,
+)
 from ..protocol.discovery import (
     resourcesync_links_from_header,
     resourcesync_links_from_html,
@@ -87,6 +93,7 @@ class _Explorer:
         self.steps: list[str] = []
         self.source_description: str | None = None
         self.capability_lists: dict[str, CapabilityListInfo] = {}
+        self._unanswered: set[str] = set()  # URLs that got no answer at all
 
     @property
     def found(self) -> bool:
@@ -94,6 +101,10 @@ class _Explorer:
 
     def note(self, step: str) -> None:
         self.steps.append(step)
+
+    def unanswered(self, url: str) -> bool:
+        """Whether ``url`` was fetched and got no answer (refused, reset, timed out)."""
+        return url in self._unanswered
 
     # -- fetching, each URL once -----------------------------------------------------------------
 
@@ -109,6 +120,8 @@ class _Explorer:
             fetched = self._client.fetch_document(url)
         except ResourceSyncError as error:
             self.note(f"GET {url} -> {_failure(error)}")
+            if isinstance(error, FetchError) and error.status is None:
+                self._unanswered.add(url)
             return None
         self._pages[url] = fetched
         if (fetched.content_type or "").split(";")[0].strip().lower() == "text/html":
@@ -219,7 +232,7 @@ class _Explorer:
 def discover(client: ResourceSyncClient, url: str) -> Discovery:
     """Find the ResourceSync Source behind ``url`` (6.3) and its Capability Lists (6.2, 8, 9).
 
-    :raises DocumentError: no route found a Source; the message lists every step tried.
+    :raises SourceNotFoundError: no route found a Source; the message lists every step tried.
     """
     explorer = _Explorer(client)
     if explorer.document(url) is not None:
@@ -232,5 +245,5 @@ def discover(client: ResourceSyncClient, url: str) -> Discovery:
             explorer.climb(candidate)
         if explorer.found:
             return explorer.result(url, route)
-    raise DocumentError("no ResourceSync Source found; tried " + " ; ".join(explorer.steps),
-                        url=url, section="6.3")
+    raise SourceNotFoundError("no ResourceSync Source found; tried " + " ; ".join(explorer.steps),
+                              url=url, unreachable=explorer.unanswered(url))

@@ -15,6 +15,7 @@ from ..errors import (
     FetchError,
     NoCheckpointError,
     ResourceSyncError,
+    SourceNotFoundError,
     SyncIncompleteError,
     UnsafeContentError,
     UnstorableKeyError,
@@ -40,6 +41,9 @@ _NEXT: tuple[tuple[type[ResourceSyncError], str], ...] = (
                            "later (it may be mid-update), and tell its maintainers if it lasts"),
     (UnsafeContentError, "the Source sent content refused by the safety rule named below; "
                          "nothing was written from it"),
+    (SourceNotFoundError, "check the connection's host, port and path (or capability_list_url): "
+                          "no ResourceSync Source answers at the URL named below, nor by any "
+                          "route of discovery from it (each step tried is listed)"),
     (DocumentError, "a document of the Source cannot be read or breaks the spec (URL, line and "
                     "section below): tell its maintainers, or set capability_list_url to "
                     "another Capability List"),
@@ -57,6 +61,9 @@ def next_step(error: ResourceSyncError) -> str:
         return (f"check that {error.stopped} is up and reachable from the worker (and, if it "
                 "never answered, the connection's host and port), then re-run this task: what "
                 "was fetched before the run stopped is kept")
+    if isinstance(error, SourceNotFoundError) and error.unreachable:
+        return ("check the connection's host and port, and that the Source is up: the URL "
+                "named below got no answer from the worker; then re-run this task")
     if isinstance(error, SyncIncompleteError) and not error.rerun_helps:
         return (f"change what makes {error.lasting} of the failures lasting, as running the "
                 f"task again cannot fix them: {'; '.join(error.fixes) or 'see the reasons'}")

@@ -13,6 +13,7 @@ from airflow_provider_resourcesync.errors import (
     FetchError,
     InvalidValueError,
     ResourceSyncError,
+    SourceNotFoundError,
     SyncIncompleteError,
     UnsafeContentError,
     UnstorableKeyError,
@@ -29,6 +30,8 @@ ERRORS = [
     ContentMismatchError(url="https://example.org/x", what="md5", expected="a", actual="b"),
     UnsafeContentError("a DTD", rule="no DTDs"),
     DocumentError("not XML", url="https://example.org/list.xml"),
+    SourceNotFoundError("no Source found", url="https://example.org/datset1/", unreachable=False),
+    SourceNotFoundError("no Source found", url="https://example.org:1/", unreachable=True),
     DestinationError("read-only file system"),
     UnstorableKeyError("key 'a/b': 'a' is a file"),
 ]

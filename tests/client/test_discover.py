@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import urlsplit
 
 import pytest
@@ -12,8 +13,9 @@ from airflow_provider_resourcesync.client.discover import (
     CapabilityListInfo,
     discover,
 )
+from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
-from airflow_provider_resourcesync.errors import DocumentError
+from airflow_provider_resourcesync.errors import DocumentError, SourceNotFoundError
 from airflow_provider_resourcesync.protocol.model import (
     Capability,
     Document,
@@ -23,7 +25,10 @@ from airflow_provider_resourcesync.protocol.model import (
     Metadata,
 )
 from airflow_provider_resourcesync.protocol.writer import document_bytes
+from airflow_provider_resourcesync.shell.next_step import next_step
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+from .conftest import FAST
 
 
 def put_document(server: SourceServer, path: str, capability: str, entries: list[Entry],
@@ -175,6 +180,23 @@ def test_nothing_found_names_every_step_tried(
         assert tried in str(error)
     assert str(error).startswith(f"{start} : no ResourceSync Source found; tried ")
     assert f"found from {start}" not in str(error)  # the subject is named once, up front
+    # the URL answered: its path is wrong, not the Source's documents (issue 29)
+    assert isinstance(error, SourceNotFoundError) and not error.unreachable
+    assert not error.rerun_helps and "host, port and path" in next_step(error)
+    assert "tell its maintainers" not in next_step(error)
+
+
+def test_a_url_that_gets_no_answer_points_at_the_connections_host_and_port() -> None:
+    with socket.socket() as probe:  # a port free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        start = f"http://127.0.0.1:{probe.getsockname()[1]}/dataset1/"
+    with ResourceSyncClient(ClientPolicy(**FAST), source_urls=[start]) as client, \
+            pytest.raises(SourceNotFoundError) as raised:
+        discover(client, start)
+    error = raised.value
+    assert error.unreachable and error.rerun_helps and "Connection refused" in str(error)
+    assert next_step(error).startswith("check the connection's host and port")
+    assert "re-run" in next_step(error) and "maintainers" not in next_step(error)
 
 
 def test_a_capability_list_on_a_host_the_guard_refuses_is_skipped_with_a_note(
