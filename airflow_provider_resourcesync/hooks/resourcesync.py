@@ -15,6 +15,7 @@ from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ConfigurationError, ResourceSyncError
+from ..protocol.model import Capability
 
 __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
            "policy_from_connection"]
@@ -119,14 +120,16 @@ class ResourceSyncHook(BaseHook):
         return found
 
     def test_connection(self) -> tuple[bool, str]:
-        """Discover the Source from the base URL; the message says what was found, or why not."""
+        """Discover the Source from the base URL, as a baseline does; the message says what was
+        found and what a baseline would read, or why not: it passes only where a baseline
+        would find something to read."""
         try:
             base_url, policy = self._connection_settings()
             with ResourceSyncClient(policy, source_urls=[base_url]) as client:
                 found = discover(client, base_url)
         except (ResourceSyncError, ValueError) as error:
             return False, str(error)
-        return True, _summary(found)
+        return _verdict(found, base_url)
 
     def _connection_settings(self) -> tuple[str, ClientPolicy]:
         if self._settings is None:
@@ -150,6 +153,30 @@ def _summary(found: Discovery) -> str:
     return (f"ResourceSync Source found at {found.start_url} by {found.route}: "
             f"Source Description {description}, "
             f"{len(found.capability_lists)} Capability List(s)")
+
+
+def _verdict(found: Discovery, base_url: str) -> tuple[bool, str]:
+    """Whether a baseline from the connection would find something to read, and the test's
+    message: what was found, what a baseline would read, the documents refused (a host not
+    allowed) and a Capability List found outside the connection's path (a typo in it)."""
+    refused = [step for step in found.steps if " -> refused: " in step]
+    told = f"; refused: {' ; '.join(refused)}" if refused else ""
+    if not found.capability_lists:
+        return False, (f"{_summary(found)}: a baseline would find no Capability List to read"
+                       f"{told}")
+    chosen = found.capability_lists[0]
+    listing = chosen.capabilities.get(Capability.RESOURCE_LIST) \
+        or chosen.capabilities.get(Capability.RESOURCE_DUMP)
+    if listing is None:
+        return False, (f"{_summary(found)}: the Capability List {chosen.url} offers no Resource "
+                       f"List or Resource Dump to baseline from (spec 9){told}")
+    message = (f"{_summary(found)}; a baseline would read {listing} (from the Capability List "
+               f"{chosen.url}){told}")
+    path = urlsplit(base_url).path.rstrip("/") + "/"
+    if not urlsplit(chosen.url).path.startswith(path):
+        message += (f". Warning: that Capability List is not under the connection's path "
+                    f"{path} : check the path (a typo mirrors what discovery found instead)")
+    return True, message
 
 
 def base_url_from_connection(connection: ConnectionLike) -> str:

@@ -19,7 +19,8 @@ from airflow_provider_resourcesync.hooks.resourcesync import (
     ResourceSyncHook,
     policy_from_connection,
 )
-from airflow_provider_resourcesync.protocol.model import Entry, Link
+from airflow_provider_resourcesync.protocol.model import Document, Entry, Head, Link, Metadata
+from airflow_provider_resourcesync.protocol.writer import document_bytes
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
 RESOURCES = {"a.txt": b"resource a\n", "b.txt": b"resource b\n"}
@@ -161,6 +162,35 @@ def test_test_connection_says_what_it_found(monkeypatch: pytest.MonkeyPatch,
     assert "by well-known" in message
     assert f"Source Description {source.source_description_url}" in message
     assert "1 Capability List" in message
+    assert f"a baseline would read {source.resource_list_url}" in message
+    assert "Warning" not in message and "refused" not in message
+
+
+def test_test_connection_warns_of_a_capability_list_outside_the_path_given(
+        monkeypatch: pytest.MonkeyPatch, source: ResourceSyncSource) -> None:
+    """A typo in the path: discovery goes on to the origin's well-known URI and finds the
+    Source there; the test passes (a baseline would run), and says what it would mirror."""
+    hook = define(monkeypatch, "typo", host=source.server.url("/datset1/"), extra=FAST)
+    ok, message = hook.test_connection()
+    assert ok, message
+    assert f"a baseline would read {source.resource_list_url}" in message
+    assert "not under the connection's path /datset1/" in message
+
+
+def test_test_connection_fails_naming_a_capability_list_on_a_host_not_allowed(
+        monkeypatch: pytest.MonkeyPatch, source: ResourceSyncSource,
+        other: SourceServer) -> None:
+    """The Source Description found lists a Capability List on another host: a baseline would
+    refuse it, so the test fails, naming it (before: "0 Capability List(s)", a pass)."""
+    other.put("/.well-known/resourcesync", document_bytes(Document(
+        Head(md=Metadata(capability="description")),
+        [Entry(source.capability_list_url, md=Metadata(capability="capabilitylist"))])),
+        "application/xml")
+    hook = define(monkeypatch, "elsewhere", host=other.url("/"), extra=FAST)
+    ok, message = hook.test_connection()
+    assert not ok
+    assert "a baseline would find no Capability List to read" in message
+    assert f"refused: GET {source.capability_list_url} -> refused" in message
 
 
 def test_test_connection_fails_clearly_on_a_dead_port(monkeypatch: pytest.MonkeyPatch) -> None:
