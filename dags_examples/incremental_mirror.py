@@ -7,12 +7,14 @@ Destination: the absolute directory in the ``RESOURCESYNC_MIRROR_DIR`` environme
 when the DAG is parsed (default ``~/resourcesync-mirror``): a mirror made by a baseline (the
 ``mirror_to_local`` DAG). It is the incremental task's outlet Asset.
 
-Each hour the sensor waits (rescheduling itself, holding no worker slot) until the Source's
-Change List has entries after the sync's checkpoint; if none come within the hour it is
-skipped, and the sync with it. The sync then applies those changes and returns the new
-checkpoint; the next run starts from it (this task's previous XCom, else the checkpoint saved
-with the mirror). ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or ``changedump`` (default:
-``auto``, the Change List if the Source offers one).
+Until the mirror has a baseline (no checkpoint saved with it, and no earlier sync), each run makes
+the baseline instead (``baselined`` branches to ``baseline``): an hourly DAG unpaused first neither
+fails every hour nor skips in silence. Then, each hour the sensor waits (rescheduling itself,
+holding no worker slot) until the Source's Change List has entries after the sync's checkpoint; if
+none come within the hour it is skipped, and the sync with it. The sync then applies those changes
+and returns the new checkpoint; the next run starts from it (this task's previous XCom, else the
+checkpoint saved with the mirror). ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or
+``changedump`` (default: ``auto``, the Change List if the Source offers one).
 
 With Airflow's ``[operators] default_deferrable = True`` the sensor waits in the triggerer
 instead, holding no worker at all. ``RESOURCESYNC_POKE_INTERVAL`` sets the seconds between its
@@ -25,11 +27,15 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
+from airflow_provider_resourcesync.hooks.destination import destination_from_url
+from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.sensors.changelist import ResourceSyncChangeListSensor
+from airflow_provider_resourcesync.writer import saved_checkpoint
 
 DESTINATION = os.environ.get("RESOURCESYNC_MIRROR_DIR", str(Path.home() / "resourcesync-mirror"))
 POKE_INTERVAL = float(os.environ.get("RESOURCESYNC_POKE_INTERVAL", "60"))
@@ -45,6 +51,17 @@ with DAG(
     tags=["resourcesync", "example"],
     doc_md=__doc__,
 ) as dag:
+    @task.branch(task_id="baselined")
+    def baselined(**context: Any) -> str:
+        """The sensor once the mirror has a baseline (a checkpoint saved with it, else a sync
+        that ran before); the baseline, before."""
+        if saved_checkpoint(destination_from_url(DESTINATION)) is not None or context[
+                "ti"].xcom_pull(task_ids="sync", include_prior_dates=True) is not None:
+            return "changes"
+        return "baseline"
+
+    baseline = ResourceSyncBaselineOperator(
+        task_id="baseline", destination=DESTINATION, remove_missing=True)
     changes = ResourceSyncChangeListSensor(
         task_id="changes", mode="reschedule", poke_interval=POKE_INTERVAL,
         timeout=timedelta(minutes=55).total_seconds(), soft_fail=True,
@@ -55,4 +72,5 @@ with DAG(
     sync = ResourceSyncIncrementalOperator(
         task_id="sync", destination=DESTINATION,
         method=os.environ.get("RESOURCESYNC_CHANGES_FROM", "auto"))
+    baselined() >> [baseline, changes]
     changes >> sync

@@ -3,8 +3,7 @@ checkpoint: new changes after it, or the list it is in closed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +11,6 @@ from typing import Any
 
 from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
 from airflow.sdk.configuration import conf
-from airflow.sdk.exceptions import AirflowSkipException
 
 from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Plan, Sighting, drive
@@ -100,7 +98,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
 
     def execute(self, context: Context) -> Any:
         try:
-            with self._skipped_if_nothing_to_watch(), says_what_next(self.log):
+            with says_what_next(self.log):
                 if not self.deferrable:
                     return super().execute(context)
                 seen = self._look()
@@ -114,17 +112,6 @@ class _ChangeListWatchSensor(BaseSensorOperator):
                 ), method_name="execute_complete", timeout=timedelta(seconds=self.timeout))
         finally:
             self._release()
-
-    @contextmanager
-    def _skipped_if_nothing_to_watch(self) -> Iterator[None]:
-        """With ``soft_fail``, no checkpoint yet (no baseline has run) skips the task: an hourly
-        DAG unpaused before its first baseline then waits for it, failing nothing."""
-        try:
-            yield
-        except NoCheckpointError as error:
-            if not self.soft_fail:
-                raise
-            raise AirflowSkipException(f"Nothing to watch yet (soft_fail): {error}") from error
 
     def poke(self, context: Context) -> PokeReturnValue:
         seen = self._look()

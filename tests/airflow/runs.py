@@ -11,6 +11,10 @@ from airflow_provider_resourcesync.demo import load_example_dag
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 
+#: The task states of an ``incremental_mirror`` run once the mirror has its baseline.
+HOURLY = {"baselined": "success", "baseline": "skipped", "changes": "success",
+          "sync": "success"}
+
 
 def run_example(name: str, logical_date: datetime | None = None) -> Any:
     """A real run of the example DAG ``name`` (parsed now), at ``logical_date`` if given."""

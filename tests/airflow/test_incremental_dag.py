@@ -19,7 +19,14 @@ from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 from airflow_provider_resourcesync.writer import CHECKPOINT
 
-from .runs import assert_mirrors, resource_bodies_sent, run_example, states, xcom
+from .runs import (
+    HOURLY,
+    assert_mirrors,
+    resource_bodies_sent,
+    run_example,
+    states,
+    xcom,
+)
 
 HOUR = timedelta(hours=1)
 FIRST = datetime(2026, 2, 1, tzinfo=UTC)
@@ -70,7 +77,7 @@ def published_hour(source: ResourceSyncSource, run_number: int, **publish: Any) 
     source.publish(**publish)
     source.server.reset_log()
     run = hourly(run_number)
-    assert states(run) == {"changes": "success", "sync": "success"}
+    assert states(run) == HOURLY
     return run
 
 
@@ -149,9 +156,28 @@ def test_a_run_failing_midway_then_run_again_loses_and_duplicates_nothing(
     source.publish()
     source.server.fail(broken, 500, times=1000)
     failed = hourly(0)
-    assert states(failed) == {"changes": "success", "sync": "failed"}
+    assert states(failed) == HOURLY | {"sync": "failed"}
     source.server.clear_faults()
     source.create("meanwhile.txt", b"created between the runs\n")
     published_hour(source, 1)
     assert sorted(resource_bodies_sent(source)) == [broken, "/dataset1/res/meanwhile.txt"]
     in_step(source, tmp_path / "mirror")
+
+
+def test_unpaused_before_any_baseline_the_hourly_dag_baselines_then_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: before, the first hours were skipped (soft_fail) and green, with no mirror."""
+    with SourceServer(max_lifetime=300) as server:
+        source = ResourceSyncSource(server, resources={"a.txt": b"a\n", "b.txt": b"b\n"})
+        source.publish()
+        monkeypatch.setenv("AIRFLOW_CONN_RESOURCESYNC_DEFAULT", json.dumps({
+            "conn_type": "resourcesync", "host": server.url("/"),
+            "extra": {"allow_private": True, "max_tries": 2, "backoff": 0.01}}))
+        monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
+        first = hourly(0)
+        assert states(first) == {"baselined": "success", "baseline": "success",
+                                 "changes": "skipped", "sync": "skipped"}
+        assert_mirrors(source, tmp_path / "mirror")
+        source.create("c.txt", b"c\n")
+        published_hour(source, 1)
+        assert_mirrors(source, tmp_path / "mirror")

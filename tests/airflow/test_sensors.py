@@ -181,17 +181,18 @@ def test_with_no_checkpoint_anywhere_the_task_fails_saying_to_run_a_baseline(
     assert source.server.requests == []
 
 
-def test_an_hourly_dag_unpaused_before_its_baseline_skips_with_soft_fail_and_makes_no_mirror(
+def test_before_its_baseline_the_sensor_fails_even_with_soft_fail_and_makes_no_mirror(
         source: ResourceSyncSource, tmp_path: Path) -> None:
-    """Issue 16: the sensor failed saying to fix the connection, soft_fail did not cover it, and
-    it created the empty mirror directory as it looked for a checkpoint there."""
+    """Issue 29: with soft_fail it was skipped, so an hourly DAG unpaused before its baseline
+    stayed green every hour with no mirror at all; issue 16: it created the empty mirror
+    directory as it looked for a checkpoint there."""
     mirror = tmp_path / "not-yet"
     run = run_dag("watch_before_baseline", lambda: [
         ResourceSyncChangeListSensor(task_id=f"wait_{mode}", destination=str(mirror),
                                      soft_fail=True, deferrable=mode == "deferred",
                                      poke_interval=0.1, timeout=5)
         for mode in ("poked", "deferred")])
-    assert states(run) == {"wait_poked": "skipped", "wait_deferred": "skipped"}
+    assert states(run) == {"wait_poked": "failed", "wait_deferred": "failed"}
     assert not mirror.exists()
     assert source.server.requests == []
 
