@@ -7,14 +7,13 @@ Destination: the absolute directory in the ``RESOURCESYNC_MIRROR_DIR`` environme
 when the DAG is parsed (default ``~/resourcesync-mirror``): a mirror made by a baseline (the
 ``mirror_to_local`` DAG). It is the incremental task's outlet Asset.
 
-Until the mirror has a baseline (no checkpoint saved with it, and no earlier sync), each run makes
-the baseline instead (``baselined`` branches to ``baseline``): an hourly DAG unpaused first neither
-fails every hour nor skips in silence. Then, each hour the sensor waits (rescheduling itself,
-holding no worker slot) until the Source's Change List has entries after the sync's checkpoint; if
-none come within the hour it is skipped, and the sync with it. The sync then applies those changes
-and returns the new checkpoint; the next run starts from it (this task's previous XCom, else the
-checkpoint saved with the mirror). ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or
-``changedump`` (default: ``auto``, the Change List if the Source offers one).
+Until the mirror has a baseline (no checkpoint saved with it), each run makes the baseline instead
+(``baselined`` branches to ``baseline``): an hourly DAG unpaused first neither fails every hour nor
+skips in silence. Then, each hour the sensor waits (rescheduling itself, holding no worker slot)
+until the Source's Change List has entries after the sync's checkpoint; if none come within the hour
+it is skipped, and the sync with it. The sync then applies those changes and returns the new
+checkpoint, also saved with the mirror, where the next run starts. ``RESOURCESYNC_CHANGES_FROM`` may
+say ``changelist`` or ``changedump`` (default: ``auto``, the Change List if the Source offers one).
 
 With Airflow's ``[operators] default_deferrable = True`` the sensor waits in the triggerer
 instead, holding no worker at all. ``RESOURCESYNC_POKE_INTERVAL`` sets the seconds between its
@@ -27,7 +26,6 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from airflow.sdk import DAG, task
 
@@ -52,23 +50,18 @@ with DAG(
     doc_md=__doc__,
 ) as dag:
     @task.branch(task_id="baselined")
-    def baselined(**context: Any) -> str:
-        """The sensor once the mirror has a baseline (a checkpoint saved with it, else a sync
-        that ran before); the baseline, before."""
-        if saved_checkpoint(destination_from_url(DESTINATION)) is not None or context[
-                "ti"].xcom_pull(task_ids="sync", include_prior_dates=True) is not None:
-            return "changes"
-        return "baseline"
+    def baselined() -> str:
+        """The sensor once the mirror has a baseline (a checkpoint saved with it); the baseline
+        before, or again if its checkpoint was lost."""
+        saved = saved_checkpoint(destination_from_url(DESTINATION))
+        return "changes" if saved is not None else "baseline"
 
     baseline = ResourceSyncBaselineOperator(
         task_id="baseline", destination=DESTINATION, remove_missing=True)
     changes = ResourceSyncChangeListSensor(
         task_id="changes", mode="reschedule", poke_interval=POKE_INTERVAL,
         timeout=timedelta(minutes=55).total_seconds(), soft_fail=True,
-        # where the sync stands: its last XCom, else (first run) the mirror's saved checkpoint
-        checkpoint="{{ ti.xcom_pull(task_ids='sync', include_prior_dates=True, map_indexes=-1)"
-                   " | tojson }}",
-        destination=DESTINATION)
+        destination=DESTINATION)  # where the sync stands: the checkpoint saved with the mirror
     sync = ResourceSyncIncrementalOperator(
         task_id="sync", destination=DESTINATION,
         method=os.environ.get("RESOURCESYNC_CHANGES_FROM", "auto"))

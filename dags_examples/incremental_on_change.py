@@ -11,8 +11,8 @@ The DAG is scheduled on an Asset standing for the Source's changes, watched by A
 triggerer: ``ResourceSyncChangeEventTrigger`` polls the Change List every
 ``RESOURCESYNC_POLL_INTERVAL`` seconds (default 60; one request answered 304 while it is
 unchanged) and fires when it changes, which queues a run. The event only wakes the
-DAG: the sync applies the changes after its checkpoint (this task's previous XCom, else the
-checkpoint saved with the mirror), so a missed or a duplicate event costs nothing but a delay or
+DAG: the sync applies the changes after its checkpoint (the one saved with the mirror, else
+this task's previous XCom), so a missed or a duplicate event costs nothing but a delay or
 a run that finds nothing new. ``RESOURCESYNC_CHANGES_FROM`` may say ``changelist`` or
 ``changedump`` (default: ``auto``, the Change List if the Source offers one).
 """

@@ -36,12 +36,12 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
     and updated resources fetched and verified, deleted ones handled as ``deletes`` says. Each
     resource is brought to its latest state once, however often it changed.
 
-    The checkpoint to start from is, in this order: the ``checkpoint`` argument; this task's
-    XCom from its previous run; the checkpoint saved with the mirror (by the baseline, or the last
-    incremental run). The task returns the new checkpoint as its XCom; it never stands past a
-    change that was not committed, so a failed run re-run (or a run repeated from the same
-    checkpoint) loses and duplicates nothing. Unless templated, the destination is declared as an
-    outlet ``Asset``.
+    The checkpoint to start from is, in this order: the ``checkpoint`` argument; the checkpoint
+    saved with the mirror (by the baseline, or the last incremental run); where the mirror has none,
+    this task's XCom from its previous run. The task returns the new checkpoint as its XCom; it
+    never stands past a change that was not committed, so a failed run re-run (or a run repeated
+    from the same checkpoint) loses and duplicates nothing. Unless templated, the destination is
+    declared as an outlet ``Asset``.
 
     :param destination: ``file:///absolute/path``, ``/absolute/path`` or
         ``s3://bucket/prefix/`` (templated): a mirror made by a baseline.
@@ -49,8 +49,8 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
     :param capability_list_url: the Source's Capability List (templated); None: discovered from
         the connection's base URL, the first one found.
     :param checkpoint: where to start (templated): a checkpoint as the baseline and incremental
-        operators return it, e.g. ``"{{ ti.xcom_pull(task_ids='baseline') }}"``; None: this
-        task's previous XCom, else the mirror's saved checkpoint.
+        operators return it, e.g. ``"{{ ti.xcom_pull(task_ids='baseline') }}"``; None: the
+        mirror's saved checkpoint, else this task's previous XCom.
     :param method: ``"auto"`` (the Change List if offered, else the Change Dump),
         ``"changelist"`` or ``"changedump"``.
     :param deletes: what a deleted resource does to the mirror's copy: ``"delete"`` it,
@@ -134,26 +134,29 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
         return describe_outlet_events(context, self.outlets, checkpoint.to_json())
 
     def _start(self, context: Context, destination: Destination) -> Checkpoint:
-        """The checkpoint to start from, and where it was found, logged."""
+        """The checkpoint to start from, and where it was found, logged: the argument; the one
+        saved with the mirror, which its documents agree with; this task's previous XCom only
+        where the mirror has none (asked for only then: Airflow logs an ERROR for an XCom it does
+        not find, alarming in every first run)."""
         if self.checkpoint not in (None, ""):
             return self._read(rendered_value(self.checkpoint, "checkpoint"), "the argument")
+        saved = saved_checkpoint(destination)
+        if saved is not None:
+            return self._read(saved, "the mirror's saved checkpoint")
         ti = context["ti"]
         previous = ti.xcom_pull(task_ids=self.task_id, include_prior_dates=True,
                                 map_indexes=ti.map_index)
         if previous is not None:
-            checkpoint = self._read(previous, "this task's previous XCom")
+            checkpoint = self._read(previous, "this task's previous XCom (none is saved with "
+                                    "the mirror)")
             if checkpoint.destination == destination.url:
                 return checkpoint
-            self.log.warning("This task's previous XCom is of the mirror at %s, not %s : using "
-                             "the mirror's saved checkpoint", checkpoint.destination,
-                             destination.url)
-        saved = saved_checkpoint(destination)
-        if saved is None:
-            raise NoCheckpointError(
-                f"no checkpoint to start from: the mirror at {destination.url} has none saved "
-                "and this task has no previous XCom. Run a baseline "
-                "(ResourceSyncBaselineOperator) into it first, or pass checkpoint=")
-        return self._read(saved, "the mirror's saved checkpoint")
+            self.log.warning("This task's previous XCom is of the mirror at %s, not %s : not "
+                             "used", checkpoint.destination, destination.url)
+        raise NoCheckpointError(
+            f"no checkpoint to start from: the mirror at {destination.url} has none saved and "
+            "this task has no previous XCom of it. Run a baseline "
+            "(ResourceSyncBaselineOperator) into it first, or pass checkpoint=")
 
     def _read(self, value: Any, where: str) -> Checkpoint:
         if not isinstance(value, Mapping):

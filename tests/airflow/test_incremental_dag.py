@@ -13,6 +13,7 @@ import pytest
 
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
+from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
@@ -23,6 +24,7 @@ from .runs import (
     HOURLY,
     assert_mirrors,
     resource_bodies_sent,
+    run_dag,
     run_example,
     states,
     xcom,
@@ -128,7 +130,6 @@ def test_runs_hour_after_hour_keep_the_mirror_in_step(
     clock.step = timedelta(seconds=1)
     source.close_changelist()
     source.create("later.txt", b"in the second list\n")
-    (mirror / CHECKPOINT).unlink()  # the previous XCom is enough to go on from
     third = published_hour(source, 2, changelist_style="1.0")
     assert sorted(resource_bodies_sent(source)) == ["/dataset1/res/doc-07.txt",
                                                     "/dataset1/res/later.txt"]
@@ -181,3 +182,39 @@ def test_unpaused_before_any_baseline_the_hourly_dag_baselines_then_follows(
         source.create("c.txt", b"c\n")
         published_hour(source, 1)
         assert_mirrors(source, tmp_path / "mirror")
+
+
+def test_a_first_hourly_run_logs_no_error_and_a_lost_checkpoint_baselines_again(
+        source: ResourceSyncSource, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: the first run logged Airflow's ERROR "XCom not found" (the sensor's template and
+    the sync pulled an XCom that did not exist yet); the mirror's checkpoint is what they read."""
+    mirror = tmp_path / "mirror"
+    capfd.readouterr()
+    source.create("new.txt", b"created\n")
+    published_hour(source, 0)
+    out = capfd.readouterr().out
+    assert "XCom not found" not in out and "mirror's saved checkpoint" in out
+    (mirror / CHECKPOINT).unlink()  # a mirror whose checkpoint is lost is baselined again
+    source.create("after.txt", b"after\n")
+    source.publish()
+    again = hourly(1)
+    assert states(again) == HOURLY | {"baseline": "success", "changes": "skipped",
+                                      "sync": "skipped"}
+    in_step(source, mirror)
+
+
+def test_the_sync_goes_on_from_its_previous_xcom_where_the_mirror_saved_none(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    mirror = tmp_path / "mirror"
+    make = lambda: ResourceSyncIncrementalOperator(  # noqa: E731
+        task_id="sync", destination=str(mirror))
+    source.create("first.txt", b"first\n")
+    source.publish()
+    assert states(run_dag("sync_from_xcom", make)) == {"sync": "success"}
+    (mirror / CHECKPOINT).unlink()
+    source.create("second.txt", b"second\n")
+    source.publish()
+    second = run_dag("sync_from_xcom", make)
+    assert states(second) == {"sync": "success"}
+    assert xcom(second, "sync")["stats"]["changes"] == 1  # from the first run's checkpoint
+    in_step(source, mirror)
