@@ -121,6 +121,12 @@ class _Opened:
                             max_bytes=self.max_bytes) as reader:
             yield from reader
 
+    def count(self) -> int:
+        """How many entries the document has, read from the same copy (no request)."""
+        with DocumentReader(self.fetched.path, url=self.fetched.url,
+                            max_bytes=self.max_bytes) as reader:
+            return reader.count()
+
 
 def _found_as(head: Head) -> str:
     """What a document is, for an error: "a Resource List", or its capability as written."""
@@ -229,6 +235,8 @@ class ResourceListWalk(ClosedOnExit):
     :param head: the head of the list, or of the index.
     :param at: when the snapshot started (the head's ``at``).
     :param urls: the Resource Lists opened so far (the parts of an index, or the single list).
+    :param expected: how many entries there are: a single list's, counted; an index's, the
+        parts opened so far counted and the others guessed from them (then not ``exact``).
     """
 
     url: str
@@ -238,6 +246,8 @@ class ResourceListWalk(ClosedOnExit):
     _client: ResourceSyncClient = field(repr=False)
     _parts: list[Entry] | None = field(repr=False)  # the index's children; None: a single list
     _pending: _Opened | None = field(repr=False)  # the single list, opened and not yet read
+    expected: int | None = None
+    exact: bool = False
 
     def __iter__(self) -> Iterator[Entry]:
         if self._parts is None:
@@ -246,10 +256,14 @@ class ResourceListWalk(ClosedOnExit):
         return self._across_parts(self._parts)
 
     def _across_parts(self, parts: list[Entry]) -> Iterator[Entry]:
-        for part in parts:
+        counted = 0
+        for number, part in enumerate(parts, 1):
             opened = _open_list(self._client, part.loc, _RESOURCE_LIST)
             if part.loc not in self.urls:
                 self.urls.append(part.loc)
+            counted += opened.count()
+            self.expected = counted + counted * (len(parts) - number) // number
+            self.exact = number == len(parts)
             yield from _stream(opened)
 
     def close(self) -> None:
@@ -267,7 +281,7 @@ def resource_list(client: ResourceSyncClient, url: str) -> ResourceListWalk:
     at = head.md.at if head.md is not None else None
     if opened.is_index:
         return ResourceListWalk(url, head, at, [], client, _children(opened), None)
-    return ResourceListWalk(url, head, at, [url], client, None, opened)
+    return ResourceListWalk(url, head, at, [url], client, None, opened, opened.count(), True)
 
 
 # -- Change Lists (12.1, 12.2) -------------------------------------------------------------------

@@ -280,6 +280,18 @@ class DocumentReader(ClosedOnExit):
         self._started = True
         return self._entries()
 
+    def count(self) -> int:
+        """How many entries the document has, read to its end without building them (in place
+        of iterating: entries can be read only once)."""
+        if self._started:
+            raise DocumentError("entries can be read only once", url=self.url)
+        self._started = True
+        count = 0 if self._pending is None else 1
+        while (element := self._next_root_child()) is not None:
+            count += element.tag == self._entry_tag
+        self.close()
+        return count
+
     def _entries(self) -> Iterator[Entry]:
         if self._pending is not None:
             yield self._pending

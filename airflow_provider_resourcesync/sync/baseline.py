@@ -25,6 +25,7 @@ from itertools import chain, islice
 from typing import Any
 
 from ..client.navigate import (
+    ResourceListWalk,
     capability_documents,
     changes_after,
     choose_capability,
@@ -190,6 +191,7 @@ class _Run:
         since = CpuSample.take()  # "auto" measures the cores left idle while the list is read
         with resource_list(self.client, url) as walk:
             self._changed_after(walk.at)
+            self.tally.expect = partial(self._expected, walk)
             # the parts of an index are read while the resources are fetched; a single list
             # was fetched whole when opened
             index = not walk.urls
@@ -213,6 +215,15 @@ class _Run:
             if self.tally.stopped is not None:
                 self.complete = False  # a run stopped early removes nothing
             return walk.at
+
+    def _expected(self, walk: ResourceListWalk) -> tuple[int | None, bool]:
+        """How many outcomes the run will count: the listing's entries (a shard's share of
+        them, about), less those left to the catch-up."""
+        if walk.expected is None:
+            return None, False
+        if self.shard is None:
+            return walk.expected - len(self.later), walk.exact and not self.later
+        return walk.expected // self.shard.count, False
 
     def _here(self, entries: Iterable[Entry]) -> None:
         """The entries fetched, verified and committed by this process."""

@@ -74,6 +74,8 @@ class Tally:
     lasting: int = 0  # failures a re-run cannot fix
     fixes: list[str] = field(default_factory=list)  # what must change for them, each once
     total: int | None = None  # outcomes the run will count, where it knows
+    #: Where :attr:`total` is not known: how many outcomes to expect, and whether exactly.
+    expect: Callable[[], tuple[int | None, bool]] | None = None
     clock: Callable[[], float] = time.monotonic
     #: Why the run starts no more resources (a host stopped answering); None: it goes on.
     stopped: str | None = None
@@ -130,11 +132,13 @@ class Tally:
         bytes), and what is left."""
         elapsed = max(now - self.started, 1e-6)
         rate = self.done / elapsed
-        done = f"{self.done} of {self.total}" if self.total else str(self.done)
+        total, exact = (self.total, True) if self.total or self.expect is None \
+            else self.expect()
+        done = f"{self.done} of {'' if exact else 'about '}{total}" if total else str(self.done)
         pace = (f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s, "
                 f"{byte_size(self.stats['bytes'] / elapsed)}/s")
-        if self.total and self.total > self.done:
-            pace += f", about {(self.total - self.done) / rate:.0f} s left"
+        if total and total > self.done:
+            pace += f", about {(total - self.done) / rate:.0f} s left"
         return pace + ")"
 
     def fail(self, what: str, reason: str, *, rerun_helps: bool = True,

@@ -4,10 +4,17 @@ Source answers, with the rate and, where the run knows its total, the time left 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
+from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync import tally as tally_module
+from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.tally import Outcome, Tally
+from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
+
+from .conftest import client_for
 
 
 class _Clock:
@@ -58,3 +65,25 @@ def test_progress_shows_bytes_and_their_rate_in_binary_units(
     assert _progress(caplog) == [
         "Progress: 1000 of 2000 resources done in 10 s (100.0/s, 1.6 MiB/s, about 10 s left): "
         "0 listed, 1000 fetched, 0 unchanged, 0 removed, 0 failed, 15.6 MiB"]
+
+
+@pytest.mark.parametrize(("max_entries", "lines"), [
+    (1000, ["10 of 30", "20 of 30", "30 of 30"]),  # a single list, counted
+    (10, ["10 of about 30", "20 of about 30", "30 of 30"])],  # an index: parts guessed
+    ids=["list", "index"])
+def test_a_baseline_says_how_many_of_how_many_and_the_time_left(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+        max_entries: int, lines: list[str]) -> None:
+    """Issue 29: a baseline's progress lines said "3000 listed", never of how many, nor the
+    time left (spec 10.1, 10.2: a Resource List, or an index of parts read as they come)."""
+    monkeypatch.setattr(tally_module, "PROGRESS_EVERY", 10)
+    with SourceServer(max_lifetime=60) as server, client_for(server) as client:
+        source = ResourceSyncSource(server, resources={f"r{n:02d}.txt": b"x" for n in range(30)})
+        source.publish(max_entries=max_entries)
+        with caplog.at_level(logging.INFO):
+            run_baseline(client, LocalDestination(tmp_path / "mirror"),
+                         capability_list_url=source.capability_list_url, concurrency=1,
+                         processes=1)
+    said = _progress(caplog)
+    assert [line.split(" resources done")[0].removeprefix("Progress: ") for line in said] == lines
+    assert all(" s left" in line for line in said[:-1])
