@@ -1,7 +1,8 @@
 """DESIGN.md's one rule: imports point down, and nothing below the Airflow shell imports airflow.
 
 ``protocol`` <- ``client``, ``storage`` <- ``writer`` (the Source writer) <- ``sync``,
-``publish`` <- the shell (hooks, operators, sensors, triggers); what is above the writer uses
+``publish`` <- the shell (hooks <- lineage, shell <- triggers <- sensors, operators; the
+command line and the demos on top); what is above the writer uses
 its face (``airflow_provider_resourcesync.writer``), never a module of it. ``errors`` is a leaf
 every layer may use; ``workdirs`` (work folders of one process) a leaf the layers doing I/O may
 use, itself using ``errors`` only; ``units`` (amounts as log lines show them) a leaf of no
@@ -31,6 +32,22 @@ ALLOWED = {
     "workdirs": {"errors"},
     "units": set(),
     "cores": set(),
+    # the Airflow shell (issue 29, item 7): hooks <- lineage, shell <- triggers <- sensors,
+    # operators; the command line and the demos on top
+    "hooks": {"protocol", "client", "storage", "publish", "errors", "hooks"},
+    "lineage": {"hooks", "errors", "lineage"},
+    "shell": {"protocol", "client", "storage", "writer", "sync", "hooks", "errors", "shell"},
+    "triggers": {"protocol", "client", "hooks", "shell", "errors", "triggers"},
+    "sensors": {"protocol", "client", "storage", "writer", "sync", "hooks", "shell", "triggers",
+                "errors", "sensors"},
+    "operators": {"protocol", "client", "storage", "writer", "sync", "publish", "hooks",
+                  "lineage", "shell", "errors", "units", "operators"},
+    "cli": {"", "protocol", "client", "errors"},  # "": the package's version
+    "get_provider_info": {""},
+    "example_dags": set(),
+    "demo_report": {"storage"},
+    "demo": {"storage", "testing", "example_dags", "demo_report"},
+    "demo_publish": {"storage", "testing", "example_dags", "demo_report", "demo"},
 }
 FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
@@ -43,6 +60,9 @@ FORBIDDEN = {
     "workdirs": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     "units": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     "cores": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
+    **dict.fromkeys(["hooks", "lineage", "shell", "triggers", "sensors", "operators", "cli",
+                     "get_provider_info", "example_dags", "demo_report", "demo",
+                     "demo_publish"], frozenset({"requests"})),
 }
 
 
@@ -83,6 +103,14 @@ def _package_parts(path: Path) -> list[str]:
 
 def test_the_package_keeps_the_layering_rule() -> None:
     assert violations(Path(airflow_provider_resourcesync.__file__).parent) == []
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """A new module or package must be given its place in :data:`ALLOWED` first."""
+    package_dir = Path(airflow_provider_resourcesync.__file__).parent
+    tops = {path.relative_to(package_dir).parts[0].removesuffix(".py")
+            for path in package_dir.rglob("*.py")}
+    assert tops - {"__init__", "errors"} - set(ALLOWED) == set()  # errors: the leaf of all
 
 
 def behind_the_face(package_dir: Path, layer: str) -> list[str]:
