@@ -28,6 +28,7 @@ from ..protocol.position import (
     ChangeListRef,
     ChangePosition,
     lists_to_read,
+    may_hold_changes_after,
     reading,
 )
 from ..protocol.position import changes_after as changes_in_list
@@ -95,9 +96,20 @@ def _is_index(url: str, document: StreamedDocument) -> bool:
     return is_index_of(url, document.head, document.first, Capability.CHANGE_LIST)
 
 
-def _children(document: StreamedDocument) -> list[ChangeListRef]:
-    """The Change Lists an index lists (12.2), read whole: an index is small."""
-    return [child_ref(entry) for entry in document.entries()]
+def _children(document: StreamedDocument, position: ChangePosition) -> list[ChangeListRef]:
+    """The Change Lists an index lists (12.2) that may hold changes after ``position``
+    (:func:`~..protocol.position.lists_to_read`), and its last list: read as a stream, so that a
+    watch of an index of many closed lists holds only those (issue 29: 1.5 M entries held whole
+    took 428 MiB)."""
+    kept: list[ChangeListRef] = []
+    last = None
+    for entry in document.entries():
+        last = child_ref(entry)
+        if may_hold_changes_after(last, position):
+            kept.append(last)
+    if last is not None and (not kept or kept[-1] is not last):
+        kept.append(last)  # where the position is past every list: the last one stands
+    return kept
 
 
 def _part(url: str) -> Plan[StreamedDocument]:
@@ -183,7 +195,7 @@ def new_changes(change_list_url: str, position: ChangePosition) -> Plan[NewChang
         ref = ChangeListRef.of(change_list_url, document.head)
         check_no_gap(change_list_url, [ref], position)
         return NewChanges.of(_after(ref, document, position))
-    lists = _children(document)
+    lists = _children(document, position)
     check_no_gap(change_list_url, lists, position)
     found = NewChanges.of(())
     for listed in lists_to_read(lists, position):
@@ -249,7 +261,7 @@ def change_list_status(change_list_url: str, position: ChangePosition
         ref = ChangeListRef.of(change_list_url, document.head)
         check_no_gap(change_list_url, [ref], position)
         return ChangeListStatus(ref.url, ref.until, None)
-    lists = _children(document)
+    lists = _children(document, position)
     if not lists:  # 12.2 allows none: a Source's first save lists none until its first change
         return ChangeListStatus(change_list_url, None, None)
     check_no_gap(change_list_url, lists, position)

@@ -40,6 +40,7 @@ __all__ = [
     "in_order",
     "is_before",
     "lists_to_read",
+    "may_hold_changes_after",
     "reading",
 ]
 
@@ -149,11 +150,14 @@ def lists_to_read(lists: Iterable[ChangeListRef], position: ChangePosition
     list after it, is kept. A list ending exactly at the position's time is kept: a change at that
     very time may still be unread.
     """
-    if position.time is None:
-        return list(lists)
-    return [ref for ref in lists
-            if not (ref.until is not None and ref.until < position.time)
-            or position.is_same_list(ref)]
+    return [ref for ref in lists if may_hold_changes_after(ref, position)]
+
+
+def may_hold_changes_after(ref: ChangeListRef, position: ChangePosition) -> bool:
+    """Whether the Change List ``ref`` may hold changes after ``position``: see
+    :func:`lists_to_read`."""
+    return (position.time is None or ref.until is None or ref.until >= position.time
+            or position.is_same_list(ref))
 
 
 @dataclass(frozen=True, slots=True)

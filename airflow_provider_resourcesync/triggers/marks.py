@@ -34,17 +34,21 @@ __all__ = ["ChangeListMarks", "Mark", "mark_of"]
 @dataclass(frozen=True, slots=True)
 class Mark:
     """One document as a poll read it: its digest, whether it is closed (its own ``until``),
-    and, for an index, the lists it names (an index is small: kept whole)."""
+    and, for an index, the lists it names that a poll reads or knows: those not closed, and
+    those ``known`` to :func:`mark_of` (an index of many closed lists is never held whole)."""
 
     digest: bytes
     closed: bool
     lists: tuple[ChangeListRef, ...] = ()
 
 
-def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool) -> Mark:
+def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool,
+            known: frozenset[str] = frozenset()) -> Mark:
     """The mark of the Change List or Change List Index at ``url`` read from ``copy``.
 
     :param part: the document is a list named by an index, so not an index itself (7).
+    :param known: the lists whose marks the last poll kept: kept in the index's mark even when
+        it names them closed now.
     :raises DocumentError: it is neither a Change List nor its index, or an index where
         ``part`` says a list.
     """
@@ -60,7 +64,9 @@ def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool) -> Mark
                 if is_index and part:
                     raise nested_index(url)
             if is_index:
-                lists.append(child_ref(entry))
+                ref = child_ref(entry)
+                if not ref.is_closed or ref.url in known:
+                    lists.append(ref)
             digest.update(b"\n" + repr(replace(entry, line=None)).encode())
         if is_index is None:  # no entries: still a Change List or its index
             is_index_of(url, head, None, Capability.CHANGE_LIST)
@@ -107,7 +113,8 @@ class ChangeListMarks:
         if fetched.not_modified and known is not None:
             return known
         return await asyncio.to_thread(mark_of, fetched.path, url=fetched.url,
-                                       max_bytes=client.policy.max_document_bytes, part=part)
+                                       max_bytes=client.policy.max_document_bytes, part=part,
+                                       known=frozenset(before))
 
 
 def _digest(marks: dict[str, Mark], url: str) -> bytes | None:

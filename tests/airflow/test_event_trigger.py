@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
-from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata
+from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata, Root
 from airflow_provider_resourcesync.protocol.writer import DocumentWriter
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
@@ -210,6 +210,29 @@ def test_a_mark_is_read_streaming_in_memory_that_does_not_grow_with_the_list(
         tracemalloc.stop()
         assert (mark.closed, mark.lists) == (False, ())
     assert peaks[1] < peaks[0] * 2 + 64 * 1024
+
+
+def test_an_index_mark_keeps_only_its_open_lists_and_those_known(tmp_path: Path) -> None:
+    """Issue 29: an index's mark kept every list it names (1.5 M entries: 428 MiB a mark); it
+    keeps those a poll reads (open) or kept (known), in memory flat in the index's size."""
+    peaks = []
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    for closed in (1_000, 20_000):
+        head = Head(root=Root.SITEMAPINDEX, md=Metadata(capability="changelist", from_=start))
+        path = tmp_path / f"index-{closed}.xml"
+        with path.open("wb") as stream, DocumentWriter(stream, head) as writer:
+            for number in range(closed + 1):
+                writer.write(Entry(f"https://example.org/cl-{number}.xml", md=Metadata(
+                    capability="changelist", from_=start + timedelta(hours=number),
+                    until=start + timedelta(hours=number + 1) if number < closed else None)))
+        tracemalloc.start()
+        mark = mark_of(path, url="https://example.org/index.xml", max_bytes=2**30, part=False,
+                       known=frozenset({"https://example.org/cl-0.xml"}))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+        assert [ref.url for ref in mark.lists] == [
+            "https://example.org/cl-0.xml", f"https://example.org/cl-{closed}.xml"]
+    assert peaks[1] < peaks[0] * 2, peaks
 
 
 def test_a_document_of_another_capability_is_refused_naming_it(tmp_path: Path) -> None:
