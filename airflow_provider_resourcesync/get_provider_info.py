@@ -67,6 +67,13 @@ _CONN_FIELDS: dict[str, Any] = {
         "are retried with backoff).",
         "schema": {"type": ["integer", "null"], "default": 5, "minimum": 1},
     },
+    "max_document_bytes": {
+        "label": "Document size cap (bytes)",
+        "description": "The largest ResourceSync document read (as served, and once "
+        "decompressed); a larger one fails naming it. Watches (sensors, triggers) read theirs at "
+        "every poll: where this is empty they cap at 256 MiB.",
+        "schema": {"type": ["integer", "null"], "default": 1073741824, "minimum": 1},
+    },
     "concurrency": {
         "label": "Concurrency per host",
         "description": "Requests in flight to one host at once.",

@@ -83,10 +83,11 @@ def test_the_form_defaults_are_the_client_defaults() -> None:
     policy = ClientPolicy()
     assert (defaults["connect_timeout"], defaults["read_timeout"], defaults["request_timeout"],
             defaults["retry_budget"], defaults["max_tries"], defaults["concurrency"],
-            defaults["allow_private"], defaults["verify_tls"]) == (
+            defaults["max_document_bytes"], defaults["allow_private"],
+            defaults["verify_tls"]) == (
         policy.connect_timeout, policy.read_timeout, policy.request_timeout,
         policy.retry_budget, policy.max_tries, policy.concurrency_per_host,
-        policy.allow_private, policy.verify)
+        policy.max_document_bytes, policy.allow_private, policy.verify)
 
 
 def test_the_package_says_it_is_typed() -> None:

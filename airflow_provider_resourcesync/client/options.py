@@ -61,6 +61,7 @@ def policy_from_options(
     retry_budget: float | None = None,
     max_tries: int | None = None,
     concurrency: int | None = None,
+    max_document_bytes: int | None = None,
     allowed_hosts: Iterable[str] = (),
     allow_private: bool = False,
     verify_tls: bool = True,
@@ -79,6 +80,8 @@ def policy_from_options(
     :param retry_budget: seconds a run may spend on retries, waits and failed tries (> 0).
     :param max_tries: attempts per request, the first included (>= 1).
     :param concurrency: requests in flight to one host at once (>= 1).
+    :param max_document_bytes: the size cap of a ResourceSync document (>= 1), as served or
+        once decompressed.
     :param allowed_hosts: hosts besides the base URL's origin that may be fetched from (a CDN):
         ``name`` (ports 80 and 443) or ``name:port``.
     :param allow_private: allow private, loopback and link-local addresses.
@@ -95,7 +98,8 @@ def policy_from_options(
                         ("request_timeout", request_timeout), ("retry_budget", retry_budget)):
         if value is not None and not value > 0:
             raise ConfigurationError(f"{name} must be a number of seconds above 0, not {value!r}")
-    for name, count in (("max_tries", max_tries), ("concurrency", concurrency)):
+    for name, count in (("max_tries", max_tries), ("concurrency", concurrency),
+                        ("max_document_bytes", max_document_bytes)):
         if count is not None and count < 1:
             raise ConfigurationError(f"{name} must be at least 1, not {count!r}")
     header_pairs = tuple(_check_headers(headers or {}))
@@ -112,6 +116,7 @@ def policy_from_options(
         retry_budget=_given(retry_budget, default.retry_budget),
         max_tries=_given(max_tries, default.max_tries),
         concurrency_per_host=_given(concurrency, default.concurrency_per_host),
+        max_document_bytes=_given(max_document_bytes, default.max_document_bytes),
         user_agent=user_agent or default.user_agent,
         verify=verify_tls,
         credentials=credentials,

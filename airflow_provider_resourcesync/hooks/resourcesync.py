@@ -23,8 +23,13 @@ __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
 #: The connection's extra fields (see ``get_provider_info``'s ``conn-fields``).
 EXTRA_FIELDS = frozenset({
     "token", "headers", "user_agent", "connect_timeout", "read_timeout", "request_timeout",
-    "retry_budget", "max_tries", "concurrency", "allowed_hosts", "allow_private", "verify_tls",
+    "retry_budget", "max_tries", "concurrency", "max_document_bytes", "allowed_hosts",
+    "allow_private", "verify_tls",
 })
+#: A watch's cap on a document (a sensor's poke, a trigger's poll) where the connection sets
+#: none: a quarter of a run's, as a watch reads its documents at every poll (issue 29: an
+#: endless Change List cost the whole 1 GiB cap each time).
+WATCH_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
 
@@ -61,9 +66,10 @@ class ResourceSyncHook(BaseHook):
     hook_name = "ResourceSync"
 
     def __init__(self, *, resourcesync_conn_id: str = default_conn_name,
-                 logger_name: str | None = None) -> None:
+                 logger_name: str | None = None, watch: bool = False) -> None:
         super().__init__(logger_name=logger_name)
         self.resourcesync_conn_id = resourcesync_conn_id
+        self.watch = watch  # a watch's clients: see policy_from_connection
         self._settings: tuple[str, ClientPolicy] | None = None
         self._client: ResourceSyncClient | None = None
 
@@ -102,7 +108,7 @@ class ResourceSyncHook(BaseHook):
         """
         connection = await self.aget_connection(self.resourcesync_conn_id)
         extra = await connection.aextra_dejson()
-        base_url, policy = policy_from_connection(connection, extra=extra)
+        base_url, policy = policy_from_connection(connection, extra=extra, watch=self.watch)
         self._warn_unknown(extra)
         return AsyncResourceSyncClient(policy, source_urls=[base_url])
 
@@ -135,7 +141,7 @@ class ResourceSyncHook(BaseHook):
         if self._settings is None:
             connection = self.get_connection(self.resourcesync_conn_id)
             extra = connection.extra_dejson
-            self._settings = policy_from_connection(connection, extra=extra)
+            self._settings = policy_from_connection(connection, extra=extra, watch=self.watch)
             self._warn_unknown(extra)
         return self._settings
 
@@ -221,18 +227,21 @@ def _port(parts: SplitResult) -> int | None:
         return None
 
 
-def policy_from_connection(connection: ConnectionLike, *, extra: Mapping[str, Any] | None = None
-                           ) -> tuple[str, ClientPolicy]:
+def policy_from_connection(connection: ConnectionLike, *, extra: Mapping[str, Any] | None = None,
+                           watch: bool = False) -> tuple[str, ClientPolicy]:
     """``(base_url, policy)`` from a connection; pure, so it is testable without Airflow's
     secrets.
 
     :param connection: an Airflow ``Connection`` (or anything with its fields).
     :param extra: the connection's extra, already decoded (triggers decode it asynchronously);
         defaults to ``connection.extra_dejson``.
+    :param watch: for a watch: :data:`WATCH_MAX_DOCUMENT_BYTES` where the connection sets no
+        ``max_document_bytes``.
     :raises ConfigurationError: naming the field at fault.
     """
     extra = connection.extra_dejson if extra is None else extra
     base_url = base_url_from_connection(connection)
+    cap = _number(extra, "max_document_bytes", int)
     policy = policy_from_options(
         base_url=base_url,
         username=connection.login or None,
@@ -246,6 +255,7 @@ def policy_from_connection(connection: ConnectionLike, *, extra: Mapping[str, An
         retry_budget=_number(extra, "retry_budget", float),
         max_tries=_number(extra, "max_tries", int),
         concurrency=_number(extra, "concurrency", int),
+        max_document_bytes=WATCH_MAX_DOCUMENT_BYTES if watch and cap is None else cap,
         allowed_hosts=_hosts(extra),
         allow_private=_flag(extra, "allow_private", default=False),
         verify_tls=_flag(extra, "verify_tls", default=True),

@@ -146,7 +146,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
     def _watching(self) -> _Watch:
         if self._watch is None:
             position, source = self._position()
-            hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+            hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
             try:
                 url = self.change_list_url or self._change_list_of(hook, source)
             except BaseException:

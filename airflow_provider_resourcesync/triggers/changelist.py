@@ -77,7 +77,7 @@ class _ChangeListWatchTrigger(BaseTrigger):
         }
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
         wait = self.poll_interval
         try:
             async with await hook.get_async_client() as client:

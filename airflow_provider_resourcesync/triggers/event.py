@@ -75,7 +75,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
         }
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
         marks: ChangeListMarks | None = None
         while True:
             try:
@@ -108,7 +108,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
 
     def _discover(self) -> str:
         """The Change List the Capability List discovered from the connection points at (9)."""
-        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id)
+        hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
         try:
             capability_list = capability_list_of(hook, None, self.log)
             capabilities = capability_documents(hook.get_conn(), capability_list)

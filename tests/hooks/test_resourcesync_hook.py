@@ -15,7 +15,9 @@ from airflow.sdk import Connection
 
 from airflow_provider_resourcesync.client.async_client import AsyncResourceSyncClient
 from airflow_provider_resourcesync.client.policy import ClientPolicy, Credentials
+from airflow_provider_resourcesync.errors import ConfigurationError
 from airflow_provider_resourcesync.hooks.resourcesync import (
+    WATCH_MAX_DOCUMENT_BYTES,
     ResourceSyncHook,
     policy_from_connection,
 )
@@ -62,17 +64,37 @@ def test_every_field_reaches_the_policy(monkeypatch: pytest.MonkeyPatch) -> None
     hook = define(monkeypatch, "every_field", host="https://example.org/dataset1/", extra={
         "token": "s3cret-token", "headers": {"X-Api-Key": "k3y"}, "user_agent": "mirror/1.0",
         "connect_timeout": 2.5, "read_timeout": 30, "request_timeout": 120,
-        "retry_budget": "300", "max_tries": 2, "concurrency": 4,
+        "retry_budget": "300", "max_tries": 2, "concurrency": 4, "max_document_bytes": 5000,
         "allowed_hosts": "cdn.example.org, Mirror.Example.net:8443, [::1]:8080",
         "allow_private": True, "verify_tls": False})
     assert hook.base_url == "https://example.org/dataset1/"
     assert hook.policy == ClientPolicy(
         connect_timeout=2.5, read_timeout=30, request_timeout=120, retry_budget=300,
-        max_tries=2, concurrency_per_host=4, verify=False, user_agent="mirror/1.0",
+        max_tries=2, concurrency_per_host=4, max_document_bytes=5000, verify=False,
+        user_agent="mirror/1.0",
         credentials=Credentials("https://example.org/dataset1/", token="s3cret-token",
                                 headers=(("X-Api-Key", "k3y"),)),
         allowed_hosts=frozenset({"cdn.example.org", "mirror.example.net:8443", "[::1]:8080"}),
         allow_private=True)
+
+
+def test_watches_cap_documents_lower_unless_the_connection_says(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: a watch reads its documents at every poll; an endless Change List cost the
+    whole 1 GiB cap each time, and the cap was not settable."""
+    define(monkeypatch, "caps", host="https://example.org/")
+    run, watch = ResourceSyncHook(resourcesync_conn_id="caps"), ResourceSyncHook(
+        resourcesync_conn_id="caps", watch=True)
+    assert run.policy.max_document_bytes == ClientPolicy().max_document_bytes == 2**30
+    assert watch.policy.max_document_bytes == WATCH_MAX_DOCUMENT_BYTES == 256 * 2**20
+    set_here = define(monkeypatch, "capped", host="https://example.org/",
+                      extra={"max_document_bytes": "4096"})
+    assert set_here.policy.max_document_bytes == 4096
+    assert ResourceSyncHook(resourcesync_conn_id="capped",
+                            watch=True).policy.max_document_bytes == 4096
+    with pytest.raises(ConfigurationError, match="max_document_bytes must be at least 1"):
+        _ = define(monkeypatch, "zero", host="https://example.org/",
+                   extra={"max_document_bytes": 0}).policy
 
 
 def test_login_and_password_are_basic_auth_and_defaults_stay(
