@@ -1,8 +1,9 @@
 """OpenLineage in real DAG runs (issue 15, item 6; issue 16): with the openlineage provider and
 a file transport, the publisher reports the directory it published as input and its publication
-as output, the same at START and COMPLETE (issue 28, item 7), with what it wrote counted, a baseline the Source's Capability List as input and the mirror as output, and
-an audit both as inputs (it reads them), the mirror with what held as data quality assertions,
-and no output (it repaired nothing); one dataset per place, never one per resource."""
+as output, the same at START and COMPLETE (issue 28, item 7), with what it wrote counted; a
+baseline the Source's Capability List as input and the mirror as output; an audit both as
+inputs (it reads them), the mirror with what held as data quality assertions, and no output
+(it repaired nothing); one dataset per place, never one per resource."""
 
 from __future__ import annotations
 
