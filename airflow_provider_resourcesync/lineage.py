@@ -5,7 +5,8 @@ Datasets are named as OpenLineage names them: ``s3://bucket`` and the key for S3
 the absolute path for a local directory, ``{scheme}://{host}`` and the path for a URL. A check
 (the audit) reports what it checked as an input with OpenLineage's ``dataQualityAssertions``
 input facet, the way data quality checks do; a run that counts what it wrote (the publisher)
-gives its outputs the ``outputStatistics`` facet. The openlineage provider is optional: it is
+gives its outputs the ``outputStatistics`` facet, and its counts in a run facet
+(:data:`~.lineage_facets.COUNTS`). The openlineage provider is optional: it is
 imported only when Airflow's OpenLineage listener asks.
 """
 
@@ -21,11 +22,13 @@ __all__ = ["Lineage", "Written", "dataset_name"]
 
 
 class Written(NamedTuple):
-    """How much a run wrote: its rows (changes, entries...), bytes and files."""
+    """How much a run wrote: its rows (changes, entries...), bytes and files, and all its
+    counts by name."""
 
     rows: int
     size: int
     files: int
+    counts: Mapping[str, int]
 
 
 def dataset_name(location: str) -> tuple[str, str]:
@@ -67,8 +70,13 @@ class Lineage:
             DataQualityAssertionsDatasetFacet,
         )
 
+        from .lineage_facets import COUNTS, CountsRunFacet
+
         inputs, outputs, checked = self._lineage
+        written = self._written
         return OperatorLineage(
+            run_facets={COUNTS: CountsRunFacet(counts=dict(written.counts))}
+            if written is not None else {},
             inputs=[InputDataset(*dataset_name(location), inputFacets={
                 "dataQualityAssertions": DataQualityAssertionsDatasetFacet(assertions=[
                     Assertion(assertion=name, success=held)

@@ -115,7 +115,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     ``bytes`` (of the packages) and ``packages``.
 
     OpenLineage: the source as input, ``publish_to`` as output (the same at START and
-    COMPLETE), with the ``outputStatistics`` facet on COMPLETE (changes, bytes, packages).
+    COMPLETE); on COMPLETE, the output's ``outputStatistics`` facet (changes, bytes of the
+    packages, packages) and the ``resourcesync_counts`` run facet (``stats``).
     """
 
     template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
@@ -178,7 +179,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             self._reads_and_writes([self.source], [self.publish_to])
             done = publish(publication, self._counted(listed.objects), listed.time,
                            listed.bucket, log=self.log.info)
-            self._wrote(Written(done.changes, done.package_bytes, done.packages))
+            stats = {**done.stats, SKIPPED: skipped.count}
+            self._wrote(Written(done.changes, done.package_bytes, done.packages, stats))
             self.log.info("Published %s changes in %s packages (%s)%s", done.changes,
                           done.packages, byte_size(done.package_bytes),
                           f"; {len(done.left)} left for the next run" if done.left else "")
@@ -186,7 +188,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
             if self.well_known:  # the publication's Source Description, at publish_to's root
                 describe_at_well_known(destination, self.log, description=DESCRIPTION_KEY)
         return describe_outlet_events(context, self.outlets, {
-            **done.checkpoint, STATS: {**done.stats, SKIPPED: skipped.count},
+            **done.checkpoint, STATS: stats,
             SKIPPED: skipped.as_dict()}, names=("time", STATS))
 
     def _dry_run(self) -> dict[str, Any]:

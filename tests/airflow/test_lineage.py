@@ -43,7 +43,7 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
                            timeout=600)
     assert child.returncode == 0, child.stderr[-3000:]
     assert json.loads(child.stdout.strip().splitlines()[-1]) == ["success", "success"]
-    completed, checked, started, written = {}, {}, {}, {}
+    completed, checked, started, written, counted = {}, {}, {}, {}, {}
     for line in (tmp_path / "events.jsonl").read_text().splitlines():
         event = json.loads(line)
         if event["eventType"] == "START" and "." in event["job"]["name"]:
@@ -53,6 +53,8 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
         if event["eventType"] == "COMPLETE" and "." in event["job"]["name"]:
             written[event["job"]["name"]] = [item.get("outputFacets", {}).get(
                 "outputStatistics") for item in event["outputs"]]
+            counted[event["job"]["name"]] = event["run"]["facets"].get(
+                "resourcesync_counts", {}).get("counts")
             completed[event["job"]["name"]] = (
                 [(item["namespace"], item["name"]) for item in event["inputs"]],
                 [(item["namespace"], item["name"]) for item in event["outputs"]])
@@ -64,6 +66,9 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
         [("file", str(tmp_path / "collection"))], [("file", str(tmp_path / "published"))])
     [statistics] = written["publish_directory.publish"]  # the first run: one object, listed
     assert (statistics["rowCount"], statistics["size"], statistics["fileCount"]) == (1, 0, 0)
+    assert counted["publish_directory.publish"] == {
+        "changes": 1, "created": 1, "updated": 0, "deleted": 0, "skipped": 0, "left": 0,
+        "bytes": 2, "packages": 0}
     (source,), mirror = completed["mirror_to_local.baseline"]
     assert source[0].startswith("http://127.0.0.1:") and source[1] == (
         "/published/capabilitylist.xml")
