@@ -47,11 +47,13 @@ class Inventoried:
 
 
 def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: str | None,
-                 skipped: Skipped) -> Inventoried:
+                 skipped: Skipped, inventory_aws_conn_id: str | None = None) -> Inventoried:
     """The inventory of ``source`` (``s3://bucket/prefix/``, ``file:///dir`` or ``/dir``), by
     ``inventory``: :data:`LIST` (a live listing, or a directory walk), or
     ``s3://bucket/key/manifest.json`` (an S3 Inventory report of the source's bucket). The keys
-    no URL can carry are counted in ``skipped``, and left out.
+    no URL can carry are counted in ``skipped``, and left out. The source's bucket is listed and
+    read through the AWS connection ``aws_conn_id``, the report through
+    ``inventory_aws_conn_id`` (None: ``aws_conn_id``), often another account's.
 
     :raises ConfigurationError: an argument is not one of those forms.
     :raises InventoryError: the report's manifest cannot be read or is not one S3 writes.
@@ -76,8 +78,10 @@ def inventory_of(source: str, inventory: str, publish_to: str, *, aws_conn_id: s
             f"inventory {inventory!r}: give {LIST!r}, or the s3://bucket/.../manifest.json of "
             "an S3 Inventory report of the source's bucket (a source on S3)")
     client = s3_client(aws_conn_id)
+    reports = client if inventory_aws_conn_id in (None, aws_conn_id) \
+        else s3_client(inventory_aws_conn_id)
     key = unquote(manifest.path).lstrip("/")
-    report = read_report(S3ReportReader(client, manifest.netloc), key, where.path,
+    report = read_report(S3ReportReader(reports, manifest.netloc), key, where.path,
                          bucket=where.bucket, exclude_prefix=excluded, skipped=skipped)
     return Inventoried(report.ordered(), report.created, S3Bucket(client, where.bucket),
                        f"the S3 Inventory report {inventory}", excluded)

@@ -12,28 +12,34 @@ from airflow.sdk import BaseOperator, Context
 
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
-from ..hooks.inventory import LIST, inventory_of
+from ..hooks.inventory import LIST, Inventoried, inventory_of
+from ..hooks.previewed import previewed
 from ..hooks.resourcesync import ResourceSyncHook
-from ..lineage import Lineage
+from ..lineage import Lineage, Written
 from ..protocol.datetimes import format_datetime
 from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
-from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
+from ..publish.run import Publication, preview, publish
 from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
-from ..shell import describe_outlet_events, destination_outlets
+from ..shell import describe_at_well_known, describe_outlet_events, destination_outlets
 from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
+from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
-from ..writer import RESOURCE_LIST_MAX_AGE, saved_checkpoint
+from ..writer import DESCRIPTION, RESOURCE_LIST_MAX_AGE, saved_checkpoint
 
 __all__ = ["ResourceSyncPublishOperator"]
 
 #: The XCom's count of keys skipped, beside the checkpoint.
 SKIPPED = "skipped"
+#: The XCom's counts of the run, beside the checkpoint (and in its Asset event's ``extra``).
+STATS = "stats"
+#: The publication's Source Description, at the root of ``publish_to``.
+DESCRIPTION_KEY = DESCRIPTION.removeprefix(RESERVED_PREFIX)
 
 
 class ResourceSyncPublishOperator(BaseOperator, Lineage):
@@ -89,14 +95,34 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
         TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
         per request, public addresses only.
-    :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
+    :param well_known: also write the publication's Source Description at
+        ``.well-known/resourcesync`` of ``publish_to`` (spec 6.3.2), for a ``publish_url`` at
+        the root of a host: Destinations then find the publication from the host alone.
+    :param dry_run: write nothing: the task lists what a run would publish, delete, skip and
+        leave as it is (counts, a few keys of each), and whether it would be refused, and
+        returns that as its XCom (docs/publishing.md, "Dry runs"); no Asset event.
+    :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``,
+        where the three below are None (None itself: boto3's default credentials).
+    :param source_aws_conn_id: the AWS connection that lists and reads the source's bucket
+        (None: ``aws_conn_id``).
+    :param inventory_aws_conn_id: the AWS connection that reads the S3 Inventory report, often
+        in another account (None: ``aws_conn_id``).
+    :param publish_aws_conn_id: the AWS connection that writes ``publish_to`` (None:
+        ``aws_conn_id``).
 
-    OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
+    The XCom's ``stats`` (and the Asset event's ``extra``, with ``time``) count what the run
+    published: ``changes``, ``created``, ``updated``, ``deleted``, ``skipped``, ``left``,
+    ``bytes`` (of the packages) and ``packages``.
+
+    OpenLineage: the source as input, ``publish_to`` as output (the same at START and
+    COMPLETE); on COMPLETE, the output's ``outputStatistics`` facet (changes, bytes of the
+    packages, packages) and the ``resourcesync_counts`` run facet (``stats``).
     """
 
     template_fields: Sequence[str] = ("source", "inventory", "publish_to", "base_url",
                                       "publish_url", "resource_dump", "max_deletions",
-                                      "aws_conn_id")
+                                      "aws_conn_id", "source_aws_conn_id",
+                                      "inventory_aws_conn_id", "publish_aws_conn_id")
     ui_color = "#fdebd0"
 
     def __init__(self, *, source: str, publish_to: str, base_url: str, inventory: str = LIST,
@@ -107,7 +133,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
                  check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
-                 aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
+                 well_known: bool = False, dry_run: bool = False,
+                 aws_conn_id: str | None = "aws_default", source_aws_conn_id: str | None = None,
+                 inventory_aws_conn_id: str | None = None,
+                 publish_aws_conn_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(max_deletions, str):
             deletion_share(max_deletions)  # wrong when the DAG is parsed, unless templated
@@ -128,42 +157,100 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.publish_url = publish_url
         self.resource_dump = resource_dump
         self.max_deletions = max_deletions
+        self.well_known = well_known
+        self.is_dry_run = dry_run
         self.aws_conn_id = aws_conn_id
-        self.add_outlets(destination_outlets(publish_to))
+        self.source_aws_conn_id = source_aws_conn_id
+        self.inventory_aws_conn_id = inventory_aws_conn_id
+        self.publish_aws_conn_id = publish_aws_conn_id
+        if not dry_run:  # a dry run changes nothing: no Asset event
+            self.add_outlets(destination_outlets(publish_to))
 
     def execute(self, context: Context) -> dict[str, Any]:
         with says_what_next(self.log):
-            destination = destination_from_url(self.publish_to, aws_conn_id=self.aws_conn_id)
+            if self.is_dry_run:
+                return self._dry_run()
+            destination = destination_from_url(self.publish_to,
+                                               aws_conn_id=self._conn(self.publish_aws_conn_id))
             saved = saved_checkpoint(destination, location="")
             self._compare_previous(context, saved)
-            skipped = Skipped(self.max_skipped_share)
-            listed = inventory_of(self.source, self.inventory, self.publish_to,
-                                  aws_conn_id=self.aws_conn_id, skipped=skipped)
-            self.log.info("Publishing %s as of %s to %s%s", listed.what,
-                          format_datetime(listed.time), destination.url,
-                          f" (leaving out {listed.excluded}, where it is written)"
-                          if listed.excluded else "")
-            publication = Publication(destination, base_url=self.base_url,
-                                      publish_url=self.publish_url or None, size=self.size,
-                                      algorithms=self.hashes,
-                                      resource_dump=_switch(self.resource_dump, "resource_dump"),
-                                      resource_list_max_age=self.resource_list_max_age,
-                                      max_deletions=deletion_share(self.max_deletions),
-                                      url_check=self._url_check())
-            self._reads_and_writes([self.source], [
-                self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
-                    RESERVED_PREFIX)])
+            listed, skipped = self._listed()
+            publication = self._publication(destination)
+            self._reads_and_writes([self.source], [self.publish_to])
             done = publish(publication, self._counted(listed.objects), listed.time,
                            listed.bucket, log=self.log.info)
+            stats = {**done.stats, SKIPPED: skipped.count}
+            self._wrote(Written(done.changes, done.package_bytes, done.packages, stats))
             self.log.info("Published %s changes in %s packages (%s)%s", done.changes,
                           done.packages, byte_size(done.package_bytes),
                           f"; {len(done.left)} left for the next run" if done.left else "")
-            if skipped.count:
-                self.log.warning("Skipped %s keys no URL can carry (%s): rename those objects, "
-                                 "or move them out of the published prefix",
-                                 f"{skipped.count:,}", skipped.summary())
-        return describe_outlet_events(context, self.outlets,
-                                      {**done.checkpoint, SKIPPED: skipped.as_dict()})
+            self._warn_skipped(skipped)
+            if self.well_known:  # the publication's Source Description, at publish_to's root
+                describe_at_well_known(destination, self.log, description=DESCRIPTION_KEY)
+        return describe_outlet_events(context, self.outlets, {
+            **done.checkpoint, STATS: stats,
+            SKIPPED: skipped.as_dict()}, names=("time", STATS))
+
+    def _dry_run(self) -> dict[str, Any]:
+        """What a run would publish, found without writing (:func:`~..publish.run.preview`)."""
+        with previewed(self.publish_to,
+                       aws_conn_id=self._conn(self.publish_aws_conn_id)) as destination:
+            listed, skipped = self._listed()
+            self._reads_and_writes([self.source], [])
+            found = preview(self._publication(destination), self._counted(listed.objects),
+                            listed.time, listed.bucket, log=self.log.info)
+        answer = found.as_dict(skipped.as_dict())
+        self.log.info("Dry run, nothing written: a run would publish %s changes (%s created, "
+                      "%s updated, %s deleted) in %s packages (%s), leave %s objects as they "
+                      "are and skip %s keys; e.g. %s", f"{found.changes:,}",
+                      f"{found.created:,}", f"{found.updated:,}", f"{found.deleted:,}",
+                      f"{found.packages:,}", byte_size(found.bytes), f"{found.unchanged:,}",
+                      f"{skipped.count:,}", answer["examples"])
+        if found.pending:
+            self.log.info("A killed run's plan would be carried out first: %s", found.pending)
+        if found.refused:
+            self.log.warning("Dry run: a run would be refused, writing nothing: %s",
+                             found.refused)
+        self._warn_skipped(skipped)
+        return answer
+
+    def _listed(self) -> tuple[Inventoried, Skipped]:
+        skipped = Skipped(self.max_skipped_share)
+        listed = inventory_of(self.source, self.inventory, self.publish_to,
+                              aws_conn_id=self._conn(self.source_aws_conn_id),
+                              inventory_aws_conn_id=self._conn(self.inventory_aws_conn_id),
+                              skipped=skipped)
+        self.log.info("Publishing %s as of %s to %s%s", listed.what,
+                      format_datetime(listed.time), self.publish_to,
+                      f" (leaving out {listed.excluded}, where it is written)"
+                      if listed.excluded else "")
+        return listed, skipped
+
+    def _publication(self, destination: Destination) -> Publication:
+        return Publication(destination, base_url=self.base_url,
+                           publish_url=self.publish_url or None, size=self.size,
+                           algorithms=self.hashes,
+                           resource_dump=_switch(self.resource_dump, "resource_dump"),
+                           resource_list_max_age=self.resource_list_max_age,
+                           max_deletions=deletion_share(self.max_deletions),
+                           url_check=self._url_check())
+
+    def _conn(self, conn_id: str | None) -> str | None:
+        """The AWS connection of one part (source, inventory, publication): its own, else
+        ``aws_conn_id``."""
+        return conn_id or self.aws_conn_id
+
+    def _warn_skipped(self, skipped: Skipped) -> None:
+        if skipped.count:
+            self.log.warning("Skipped %s keys no URL can carry (%s): rename those objects, "
+                             "or move them out of the published prefix",
+                             f"{skipped.count:,}", skipped.summary())
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        """Airflow's OpenLineage hook at START: the datasets the run reads and writes, as at
+        COMPLETE (the source as input; the publication, none for a dry run, as output)."""
+        self._reads_and_writes([self.source], [] if self.is_dry_run else [self.publish_to])
+        return self.get_openlineage_facets_on_complete(None)
 
     def _url_check(self) -> UrlCheck | None:
         if not self.check_urls:
@@ -186,7 +273,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                       saved.get("time"))
         previous = rendered_value(previous, "previous XCom")
         if isinstance(previous, dict):
-            previous = {name: value for name, value in previous.items() if name != SKIPPED}
+            previous = {name: value for name, value in previous.items()
+                        if name not in (SKIPPED, STATS)}
         if previous is not None and previous != saved:
             self.log.warning("This task's previous XCom (%s) is not the checkpoint saved at %s: "
                              "starting from the saved one, which the documents agree with",

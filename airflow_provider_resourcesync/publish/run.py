@@ -21,12 +21,13 @@ change is published once.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..errors import ConfigurationError, DocumentError, PublishError
+from ..errors import ConfigurationError, DocumentError, InventoryError, PublishError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
 from ..protocol.model import Change, Entry, Metadata
@@ -52,6 +53,7 @@ from .guards import MAX_DELETIONS, Deletions, check_not_ahead, check_not_frozen
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, Planned, checked_algorithms, cut, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
+from .preview import Preview
 from .published import keeping, read_published, rebuilt
 from .resourcedump import (
     RESOURCE_DUMP,
@@ -62,7 +64,7 @@ from .resourcedump import (
 )
 from .urls import UrlCheck, UrlChecker, check_unchanged
 
-__all__ = ["CHANGE_DUMP_INDEX", "Publication", "Published", "publish"]
+__all__ = ["CHANGE_DUMP_INDEX", "Preview", "Publication", "Published", "preview", "publish"]
 
 #: The Change Dump Index (13.1), over one Change Dump per run that found changes.
 CHANGE_DUMP_INDEX = RESERVED_PREFIX + "changedump.xml"
@@ -126,13 +128,25 @@ class Publication:
 @dataclass(frozen=True, slots=True)
 class Published:
     """What a run published: changes, packages and their bytes, the keys left for the next
-    run (gone since the inventory), and the checkpoint saved."""
+    run (gone since the inventory), the checkpoint saved, the changes by kind, and the bytes
+    of the objects created and updated (as read; a first run's as the inventory lists them)."""
 
     changes: int
     packages: int
     package_bytes: int
     left: tuple[str, ...]
     checkpoint: dict[str, Any]
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    object_bytes: int = 0
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """The run's counts, as the task's XCom and Asset event give them (``stats``)."""
+        return {"changes": self.changes, "created": self.created, "updated": self.updated,
+                "deleted": self.deleted, "left": len(self.left), "bytes": self.object_bytes,
+                "packages": self.packages}
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +303,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         if plan.start is None:  # the first run: a Resource List of every object
             for change in planned:
                 writer.put(_described(change, bucket), when=change.when)
-                tally.changes += 1
+                tally.count(Change.CREATED, change.size)
         else:
             _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
         dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
@@ -319,7 +333,8 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
             f"(e.g. {tally.left[0]!r})")
     return _Done(_Saved(plan.end, plan.objects, tuple(tally.left), tally.read),
                  Published(tally.changes, tally.packages, tally.bytes, tuple(tally.left),
-                           checkpoint))
+                           checkpoint, tally.kinds[Change.CREATED], tally.kinds[Change.UPDATED],
+                           tally.kinds[Change.DELETED], tally.object_bytes))
 
 
 @dataclass(slots=True)
@@ -329,6 +344,15 @@ class _Tally:
     bytes: int = 0
     left: list[str] = field(default_factory=list)
     read: dict[str, tuple[int, str]] = field(default_factory=dict)
+    kinds: Counter[str | None] = field(default_factory=Counter)
+    object_bytes: int = 0
+
+    def count(self, change: str | None, length: int) -> None:
+        """One change published, of kind ``change`` (a :class:`Change`), its object of
+        ``length`` bytes."""
+        self.changes += 1
+        self.kinds[change] += 1
+        self.object_bytes += length
 
 
 def _packaged(publication: Publication, writer: SourceWriter, since: datetime, plan: Plan,
@@ -352,7 +376,8 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
         length = package.entry.md.length or 0 if package.entry.md else 0
         tally.left += [change.key for change in package.left]
         tally.read.update(package.read)
-        tally.changes += len(package.manifest)
+        for entry in package.manifest:
+            tally.count(entry.change, entry.md.length or 0 if entry.md else 0)
         tally.packages += 1
         tally.bytes += length
         listed.append(package.entry)
@@ -483,3 +508,71 @@ def _check_unchanged(publication: Publication, log: Callable[[str], None]) -> No
 
 def _key(publication: Publication, name: str) -> str:
     return publication.location + name.removeprefix(RESERVED_PREFIX)
+
+
+def preview(publication: Publication, inventory: Iterable[InventoryObject],
+            inventory_time: datetime, bucket: Bucket, *,
+            log: Callable[[str], None] = lambda _: None,
+            now: datetime | None = None) -> Preview:
+    """What :func:`publish` would do with these arguments, found without writing anything:
+    the diff, the packages it would be cut into (by the inventory's sizes), and the guards
+    (a run that :func:`publish` would refuse gives the reason in :attr:`Preview.refused`). A
+    killed run's plan, which a run carries out first, is counted in :attr:`Preview.pending`,
+    and the diff made from the objects as it publishes them.
+
+    :raises InventoryError: the inventory cannot be read, or holds what cannot be published.
+    :raises DocumentError: what the last run kept cannot be read.
+    """
+    now = now or datetime.now(UTC)
+    destination = publication.destination
+    saved, pending = _load_saved(publication), None
+    for plan_key in sorted(destination.keys(_key(publication, _PLANS))):
+        plan, planned = read_plan(destination, plan_key)
+        if saved is None or plan.end > saved.time:
+            kinds = Counter(change.change.value for change in planned)
+            pending = {"plan": plan_key, "changes": sum(kinds.values()), **kinds}
+            saved = _Saved(plan.end, plan.objects, (), {})
+    found = Preview(saved.time if saved else None, inventory_time, pending=pending)
+    checker = publication.checker()
+    try:
+        found.refused = _refusal(lambda: check_not_ahead(inventory_time, now),
+                                 lambda: _check_unchanged(publication, log))
+        if saved is not None and inventory_time <= saved.time:
+            found.refused = found.refused or _refusal(lambda: check_not_frozen(
+                saved.time, now, destination.url + publication.location))
+            log(f"the inventory of {format_datetime(inventory_time)} is not newer than the "
+                f"last run's window, up to {format_datetime(saved.time)}: nothing to publish")
+            return found
+        if checker is not None:
+            inventory = checker.sampled(inventory)
+        deletions = Deletions()
+        before = deletions.published(_published_before(publication, saved, log))
+        diffed = found.counted(deletions.changes(changes(
+            before, inventory, since=saved.time if saved else None, until=inventory_time)))
+        resources = base_url(publication.base_url)
+        with DatedApart(_planned(change, resources) for change in diffed) as ordered:
+            if saved is not None:
+                found.packaged(cut(iter(ordered), publication.size, saved.time,
+                                   max(inventory_time, ordered.last or inventory_time)))
+        found.unchanged = deletions.objects - found.updated - found.deleted
+        found.refused = found.refused or _refusal(
+            lambda: deletions.check(publication.max_deletions, inventory_time))
+        if checker is not None and not found.refused:
+            found.refused = _refusal(
+                lambda: checker.document(destination, _key(publication, DESCRIPTION)),
+                lambda: checker.objects(bucket))
+    finally:
+        if checker is not None:
+            checker.close()
+    return found
+
+
+def _refusal(*guards: Callable[[], object]) -> str | None:
+    """What the first of ``guards`` to refuse refuses (the message of the error it raises),
+    or None: each is run until one does."""
+    try:
+        for guard in guards:
+            guard()
+    except (InventoryError, PublishError) as exc:
+        return str(exc)
+    return None

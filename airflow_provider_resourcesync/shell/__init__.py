@@ -12,7 +12,7 @@ from ..hooks.destination import destination_asset_uri
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.base import Destination
 from ..sync.log import Log
-from ..writer import WELL_KNOWN, publish_well_known
+from ..writer import DESCRIPTION, WELL_KNOWN, publish_well_known
 
 __all__ = [
     "capability_list_of",
@@ -50,24 +50,26 @@ def capability_list_of(hook: ResourceSyncHook, url: str | None, log: Log) -> str
     return chosen
 
 
-def describe_at_well_known(destination: Destination, log: Log) -> None:
-    """Copy the mirror's Source Description to ``.well-known/resourcesync`` (after the run that
-    saved it), logged.
+def describe_at_well_known(destination: Destination, log: Log, *,
+                           description: str = DESCRIPTION) -> None:
+    """Copy the mirror's Source Description (a publication's: at ``description``) to
+    ``.well-known/resourcesync`` (after the run that saved it), logged.
 
     :raises ConfigurationError: a resource of the mirror is stored there.
     """
-    if publish_well_known(destination):
-        log.info("Wrote the mirror's Source Description at %s , for Destinations that discover "
-                 "it (spec 6.3.2)", destination.object_url(WELL_KNOWN))
+    if publish_well_known(destination, description):
+        log.info("Wrote the Source Description at %s , for Destinations that discover it "
+                 "(spec 6.3.2)", destination.object_url(WELL_KNOWN))
 
 
-def describe_outlet_events(context: Context, outlets: list[Any], checkpoint: dict[str, Any]
+def describe_outlet_events(context: Context, outlets: list[Any], checkpoint: dict[str, Any], *,
+                           names: tuple[str, ...] = ("kind", "at", "position", "stats")
                            ) -> dict[str, Any]:
-    """Put what the run did on its Asset events, for downstream DAGs: the checkpoint's kind,
-    ``at``, position and counts (not the whole checkpoint: it is the task's XCom). Returns
-    ``checkpoint``."""
+    """Put what the run did on its Asset events, for downstream DAGs: the checkpoint's
+    ``names`` (a mirror's kind, ``at``, position and counts; not the whole checkpoint: it is the
+    task's XCom). Returns ``checkpoint``."""
     events = context.get("outlet_events")  # none where execute() is called by hand
-    extra = {name: checkpoint.get(name) for name in ("kind", "at", "position", "stats")}
+    extra = {name: checkpoint.get(name) for name in names}
     if events is not None:
         for asset in outlets:
             if isinstance(asset, Asset):

@@ -46,9 +46,11 @@ from ..workdirs import WorkDir
 from .base import Destination, ObjectInfo, Staged, shown_key
 from .keys import RESERVED_PREFIX, quoted_key
 
-__all__ = ["LocalDestination", "key_segments"]
+__all__ = ["WORK_FOLDER", "LocalDestination", "key_segments"]
 
-_TMP = RESERVED_PREFIX + "tmp"
+#: Where the processes using a destination keep their work folders.
+WORK_FOLDER = RESERVED_PREFIX + "tmp"
+_TMP = WORK_FOLDER
 _META = RESERVED_PREFIX + "meta"
 _XATTR = "user.resourcesync"
 _BUFFER = 64 * 1024
@@ -96,6 +98,11 @@ class LocalDestination(Destination):
         # Per thread, the key (and its file) info() last found nothing at: a commit to it next,
         # as a fetch after its check makes, needs no second look for a link there.
         self._absent = threading.local()
+
+    def close(self) -> None:
+        """Remove this process's work folder now (else when the destination is collected); the
+        destination is not written after."""
+        self._work.close()
 
     # -- paths -----------------------------------------------------------------------------------
 

@@ -57,18 +57,18 @@ def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:
                 "to another key prefix, or leave well_known off")
 
 
-def publish_well_known(destination: Destination) -> bool:
-    """Copy the mirror's Source Description to :data:`WELL_KNOWN` at ``destination``, where a
-    Destination of the mirror served at the root of a host finds it (6.3.2). Called after a
-    save, so it never points at a Capability List not yet written; a mirror with none saved yet
-    gets none. Whether it was written.
+def publish_well_known(destination: Destination, description: str = DESCRIPTION) -> bool:
+    """Copy the mirror's Source Description (a publication's: at ``description``) to
+    :data:`WELL_KNOWN` at ``destination``, where a Destination of it served at the root of a
+    host finds it (6.3.2). Called after a save, so it never points at a Capability List not yet
+    written; a mirror with none saved yet gets none. Whether it was written.
 
     :raises ConfigurationError: a resource of the mirror is stored there (mapped by key
         prefixes of an earlier run); it is left as it is.
     :raises DestinationError: the destination refused the write.
     """
-    description = destination.read_bytes(DESCRIPTION)
-    if description is None:
+    body = destination.read_bytes(description)
+    if body is None:
         return False
     held = destination.info(WELL_KNOWN)  # the mirror's own documents carry no description
     if held is not None:
@@ -77,5 +77,5 @@ def publish_well_known(destination: Destination) -> bool:
             "not a Source "
             "Description: map that resource to another key prefix and baseline again, or "
             "leave well_known off")
-    destination.write_bytes(WELL_KNOWN, description, XML)
+    destination.write_bytes(WELL_KNOWN, body, XML)
     return True

@@ -1,8 +1,9 @@
 """OpenLineage in real DAG runs (issue 15, item 6; issue 16): with the openlineage provider and
-a file transport, the publisher reports the directory it published as input and the Change Dump
-Index as output, a baseline the Source's Capability List as input and the mirror as output, and
-an audit both as inputs (it reads them), the mirror with what held as data quality assertions,
-and no output (it repaired nothing); one dataset per place, never one per resource."""
+a file transport, the publisher reports the directory it published as input and its publication
+as output, the same at START and COMPLETE (issue 28, item 7), with what it wrote counted; a
+baseline the Source's Capability List as input and the mirror as output; an audit both as
+inputs (it reads them), the mirror with what held as data quality assertions, and no output
+(it repaired nothing); one dataset per place, never one per resource."""
 
 from __future__ import annotations
 
@@ -42,10 +43,18 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
                            timeout=600)
     assert child.returncode == 0, child.stderr[-3000:]
     assert json.loads(child.stdout.strip().splitlines()[-1]) == ["success", "success"]
-    completed, checked = {}, {}
+    completed, checked, started, written, counted = {}, {}, {}, {}, {}
     for line in (tmp_path / "events.jsonl").read_text().splitlines():
         event = json.loads(line)
+        if event["eventType"] == "START" and "." in event["job"]["name"]:
+            started[event["job"]["name"]] = (
+                [(item["namespace"], item["name"]) for item in event["inputs"]],
+                [(item["namespace"], item["name"]) for item in event["outputs"]])
         if event["eventType"] == "COMPLETE" and "." in event["job"]["name"]:
+            written[event["job"]["name"]] = [item.get("outputFacets", {}).get(
+                "outputStatistics") for item in event["outputs"]]
+            counted[event["job"]["name"]] = event["run"]["facets"].get(
+                "resourcesync_counts", {}).get("counts")
             completed[event["job"]["name"]] = (
                 [(item["namespace"], item["name"]) for item in event["inputs"]],
                 [(item["namespace"], item["name"]) for item in event["outputs"]])
@@ -53,9 +62,13 @@ def test_the_publisher_a_baseline_and_an_audit_report_what_they_read_and_wrote(
                 item["name"]: {found["assertion"]: found["success"] for found in item.get(
                     "inputFacets", {}).get("dataQualityAssertions", {}).get("assertions", [])}
                 for item in event["inputs"]}
-    assert completed["publish_directory.publish"] == (
-        [("file", str(tmp_path / "collection"))],
-        [("file", str(tmp_path / "published" / "changedump.xml"))])
+    assert completed["publish_directory.publish"] == started["publish_directory.publish"] == (
+        [("file", str(tmp_path / "collection"))], [("file", str(tmp_path / "published"))])
+    [statistics] = written["publish_directory.publish"]  # the first run: one object, listed
+    assert (statistics["rowCount"], statistics["size"], statistics["fileCount"]) == (1, 0, 0)
+    assert counted["publish_directory.publish"] == {
+        "changes": 1, "created": 1, "updated": 0, "deleted": 0, "skipped": 0, "left": 0,
+        "bytes": 2, "packages": 0}
     (source,), mirror = completed["mirror_to_local.baseline"]
     assert source[0].startswith("http://127.0.0.1:") and source[1] == (
         "/published/capabilitylist.xml")
