@@ -236,23 +236,23 @@ class Journal:
     # -- retirement ------------------------------------------------------------------------------
 
     def retire(self, before: datetime) -> None:
-        """Retire the documents of the series that end before ``before``, whole (every part of
-        a split one), the oldest first: the index is rewritten without them, from where the
-        last of them ended, then they are deleted (:meth:`_drop_retired`). A save killed
-        between leaves them listed nowhere, and the next one deletes them."""
+        """Retire the documents of the series that end before ``before``, the newest excepted
+        (a follower from before it is told of the gap), each whole (every part of a split
+        one): the index is rewritten without them (its ``from`` where the last of them
+        ended), then they are deleted (:meth:`_drop_retired`). A save killed between leaves
+        them listed nowhere, and the next one deletes them."""
         listed = self.listed()
+        if not listed:
+            self._drop_retired([], self.start())
+            return
         first = next((n for n, entry in enumerate(listed) if entry.md is None
-                      or entry.md.until is None or entry.md.until >= before), len(listed))
-        if first < len(listed):  # the parts of the first document kept are kept together
-            stamp = self._stamp(name_of(listed[first].loc))
-            while first and self._stamp(name_of(listed[first - 1].loc)) == stamp:
-                first -= 1
-        kept = listed[first:]
-        last = listed[first - 1].md if first else None
-        end = last.until if last is not None else None
+                      or entry.md.until is None or entry.md.until >= before), len(listed) - 1)
+        stamp = self._stamp(name_of(listed[first].loc))
+        while first and self._stamp(name_of(listed[first - 1].loc)) == stamp:
+            first -= 1  # the parts of the first document kept are kept together
         if first:
-            self.write_index(kept, start=end)
-        self._drop_retired(kept, end if listed else self.start())
+            self.write_index(listed[first:])
+        self._drop_retired(listed[first:], None)
 
     def _drop_retired(self, kept: list[Entry], start: datetime | None) -> None:
         """Delete the documents of the series dated before the first of ``kept`` (the index's
