@@ -24,7 +24,7 @@ from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.sync.baseline import run_baseline
 from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
-from airflow_provider_resourcesync.writer import stamp_at
+from airflow_provider_resourcesync.writer import journal, stamp_at
 from tests.killing import run_child
 from tests.sync.conftest import client_for, held
 from tests.writer.records import kill_before_write
@@ -244,3 +244,23 @@ def test_a_retiring_run_killed_at_any_write_leaves_every_index_whole_and_the_nex
     packages = [key for key in killed_at if key.startswith(
         tuple(f"packages/{stamp_at(T1 + day * DAY)}-" for day in (0, 1)))]
     assert len(packages) == 4, killed_at  # each retired package and its manifest copy
+
+
+def test_past_the_index_cap_the_oldest_change_dumps_go_with_their_packages(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Section 7's 50,000 entries an index holds at most, made 2 here: with nothing retired
+    by age, the oldest Change Lists and Change Dumps dropped from their indexes are deleted,
+    and a dropped Change Dump's packages and manifest copies with it (before, the packages
+    stayed for ever)."""
+    monkeypatch.setattr(journal, "MAX_ENTRIES", 2)
+    root, out = tmp_path / "bucket", tmp_path / "published"
+    write(root, "a.txt", b"a\n")
+    publication = Publication(LocalDestination(out), base_url="https://example.org/",
+                              keep_changes_for=None)
+    for day in range(5):
+        write(root, f"{day}.txt", f"day {day}\n".encode())
+        publish(publication, walk_directory(root), T1 + day * DAY, LocalBucket(root),
+                now=T1 + day * DAY)
+    lists, dumps = named_and_there(out)
+    assert lists == dumps == [T1 + 3 * DAY, T1 + 4 * DAY]
+    assert len(_files(out / "packages")) == 4  # two packages, each with its manifest copy
