@@ -477,8 +477,10 @@ class SourceWriter(ClosedOnExit):
 
         :raises DocumentError: the index, or a document retired, cannot be read.
         """
+        if self._keep is None:
+            return
         at = self._snapshot_at or self._snapshot.at()
-        if self._keep is not None and at is not None:
+        if at is not None:
             (series or self._journal).retire(min(self._clock() - self._keep, at))
 
     def close(self) -> None:
