@@ -9,6 +9,7 @@ import httpx  # noqa: F401
 import lxml.etree  # noqa: F401
 
 import tests.publish.test_killed_publish
+import tests.publish.test_retention
 import tests.sync.test_killed_save
 import tests.writer.test_costs
 import tests.writer.test_killed_compaction

@@ -20,6 +20,7 @@ from ..protocol.datetimes import format_datetime
 from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
+from ..publish.retention import KEEP_CHANGES_FOR
 from ..publish.run import Publication, preview, publish
 from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
 from ..shell import describe_at_well_known, describe_outlet_events, destination_outlets
@@ -80,6 +81,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         reads no Change List lacks at most that much; None: only once the changes since it pass
         a tenth of it. A ``timedelta``; a day by default. Each rewrite writes the whole list,
         and with ``resource_dump`` packages every object again: give it a longer age then.
+    :param keep_changes_for: Change Lists, Change Dumps and their packages that end before this
+        long ago are retired (never one with changes the Resource List lacks); a follower
+        whose checkpoint is older must baseline again (``ChangeGapError``). A ``timedelta``;
+        30 days by default; None: kept for ever.
     :param max_skipped_share: keys no URL can carry (a control character, a name that is not
         UTF-8, a ``.`` segment) are skipped, logged and counted in the XCom (``skipped``: a
         count and a few examples); the run fails once more than this share (0 to 1) of the
@@ -130,6 +135,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  package_bytes: int = DEFAULT_BYTES,
                  hashes: Sequence[str] = ("md5",), resource_dump: bool | str = False,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
+                 keep_changes_for: timedelta | None = KEEP_CHANGES_FOR,
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
                  check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
@@ -147,6 +153,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.check_urls = UrlCheck(check_urls).count
         self.resourcesync_conn_id = resourcesync_conn_id
         self.resource_list_max_age = max_age(resource_list_max_age)
+        self.keep_changes_for = max_age(keep_changes_for, "keep_changes_for")
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
         self.max_skipped_share = Skipped(max_skipped_share).share
@@ -232,6 +239,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                            algorithms=self.hashes,
                            resource_dump=_switch(self.resource_dump, "resource_dump"),
                            resource_list_max_age=self.resource_list_max_age,
+                           keep_changes_for=self.keep_changes_for,
                            max_deletions=deletion_share(self.max_deletions),
                            url_check=self._url_check())
 

@@ -24,7 +24,7 @@ from ..errors import ChangeGapError, shown
 from .datetimes import format_datetime
 from .position import ChangeListRef, ChangePosition, lists_to_read
 
-__all__ = ["check_no_gap", "first_after_gap"]
+__all__ = ["check_no_gap", "check_no_package_gap", "first_after_gap"]
 
 _log = logging.getLogger(__name__)
 
@@ -67,6 +67,17 @@ def check_no_gap(url: str, lists: Sequence[ChangeListRef], position: ChangePosit
         f"{shown(first.url)} , from {_time(first.from_)}. The changes in between cannot be "
         "read, and a re-run meets the same gap: run a baseline into the mirror (or give "
         "on_gap='baseline' to the incremental operator), then go on from its checkpoint")
+
+
+def check_no_package_gap(url: str, package: ChangeListRef, position: ChangePosition) -> None:
+    """:raises ChangeGapError: ``package``, the first package of the Change Dump (or index) at
+    ``url`` that ends after ``position``, starts after what the position covers: the packages
+    between were retired (13.1; a package holds every change of its window, 13.2). What it
+    covers is the ``until`` of a package (or list) read to its end, else its time."""
+    if position.is_same_list(package) or (position.list_url is not None
+                                           and not position.read_whole):
+        position = ChangePosition(position.time)  # within a list: changes after its time
+    check_no_gap(url, [package], position)
 
 
 def _stands(position: ChangePosition) -> str:

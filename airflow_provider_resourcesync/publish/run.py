@@ -39,6 +39,7 @@ from ..writer import (
     CAPABILITY_LIST,
     DESCRIPTION,
     RESOURCE_LIST_MAX_AGE,
+    Journal,
     ObjectRecord,
     SourceWriter,
     base_url,
@@ -62,6 +63,7 @@ from .resourcedump import (
     remove_resource_dump,
     write_resource_dump,
 )
+from .retention import KEEP_CHANGES_FOR, dropping_packages
 from .urls import UrlCheck, UrlChecker, check_unchanged
 
 __all__ = ["CHANGE_DUMP_INDEX", "Preview", "Publication", "Published", "preview", "publish"]
@@ -93,6 +95,8 @@ class Publication:
     :param resource_list_max_age: the Resource List is rewritten once the oldest run whose
         changes it lacks is this old (see :class:`~..writer.source_writer.SourceWriter`), and
         with it the Resource Dump; None: only once those changes pass a tenth of it.
+    :param keep_changes_for: Change Lists, Change Dumps and their packages that end before this
+        long ago (or before the Resource List's ``at``, if earlier) are retired; None: kept.
     :param max_deletions: the share of the objects last published a run may delete (rounded
         up to a whole object); a run that would delete more writes nothing and fails.
     :param url_check: how a run checks its URLs before it writes (:mod:`.urls`); None: not.
@@ -108,6 +112,7 @@ class Publication:
     algorithms: tuple[str, ...] = ("md5",)
     resource_dump: bool = False
     resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
+    keep_changes_for: timedelta | None = KEEP_CHANGES_FOR
     max_deletions: float = MAX_DELETIONS
     url_check: UrlCheck | None = None
 
@@ -298,7 +303,8 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
     with SourceWriter.load(destination, location=publication.location,
                            public_base_url=publication.publish_url,
                            resources_url=publication.base_url, clock=lambda: plan.end,
-                           resource_list_max_age=publication.resource_list_max_age) as writer:
+                           resource_list_max_age=publication.resource_list_max_age,
+                           keep_changes_for=publication.keep_changes_for) as writer:
         tally = _Tally()
         if plan.start is None:  # the first run: a Resource List of every object
             for change in planned:
@@ -306,7 +312,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                 tally.count(Change.CREATED, change.size)
         else:
             _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
-        dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+        dumps = _change_dumps(writer)
         if not dumps.index_exists():  # listing no Change Dump yet: a follower finds nothing new
             dumps.write_index([], start=plan.end if plan.start is None  # the snapshot's at
                               else writer.series_start([], dumps))
@@ -315,6 +321,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
         checkpoint = _checkpoint(publication, plan.end, plan.objects, tally.left, tally.read)
         with writer.saving(checkpoint=checkpoint) as saving:
             saving.capabilities.extend(capabilities)
+            writer.retire(dumps)
             if publication.resource_dump:
                 saving.capabilities.extend(_resource_dump(
                     publication, writer, plan, tally.left, bucket, log, saving.snapshot_at()))
@@ -362,7 +369,7 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
     listing the packages in the Change Dump Index, from where the last Change Dump ended (runs
     that found nothing wrote none: see :meth:`.SourceWriter.series_start`), not from ``since``,
     the last run's window."""
-    dumps = writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS)
+    dumps = _change_dumps(writer)
     key = dumps.list_key(plan.end)
     earlier = [entry for entry in dumps.listed()  # not this run's, if it was killed and listed
                if not entry.loc.startswith(writer.url(key.removesuffix(".xml")))]
@@ -385,6 +392,12 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
             f"{package.entry.loc}")
     if listed:
         dumps.write_index([*earlier, *dumps.write(key, start, plan.end, listed)])
+
+
+def _change_dumps(writer: SourceWriter) -> Journal:
+    """The Change Dumps (13.1), in the Change Dump Index; each retired with its packages."""
+    return writer.series("changedump", CHANGE_DUMP_INDEX, _CHANGE_DUMPS, dropping_packages(
+        writer.destination, writer.key(_PACKAGES)))
 
 
 def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry]) -> None:

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from typing import TypeVar
 
@@ -28,6 +28,7 @@ from ..client.navigate import (
 )
 from ..client.sync_client import ResourceSyncClient
 from ..errors import ChangeGapError, ConfigurationError, ResourceSyncError
+from ..protocol.gap import check_no_package_gap
 from ..protocol.model import Capability, Change, DocumentKind, Entry
 from ..protocol.package import DumpPackage
 from ..protocol.position import ChangeListRef, ChangePosition, Reading
@@ -214,8 +215,12 @@ class _Run:
         """Every change after ``position`` in the packages of a Change Dump or its index (13.1),
         package by package: each package is verified whole before anything of it is written,
         and the position moves past it once its changes are committed."""
-        when = position.time
+        when, first = position.time, True
         for package in self._read(change_dump_packages_after(self.client, url, when), url):
+            if first:  # packages retired after the position: a gap (protocol/gap.py)
+                check_no_package_gap(url, ChangeListRef(package.loc, *_window(package)),
+                                     position)
+                first = False
             with fetched_package(self.client, package, DocumentKind.CHANGE_DUMP_MANIFEST,
                                  "Change Dump", self.tally.fail) as opened:
                 if opened is None:
@@ -273,6 +278,12 @@ class _Run:
         doubtful = entry.change_time if winner.item.doubtful else None
         return winner, self.transfer.remove(entry.loc, move_to=move_to,
                                             unless_newer_than=doubtful)
+
+
+def _window(package: Entry) -> tuple[datetime | None, datetime | None]:
+    """A Change Dump package's ``from`` and ``until`` (13.1)."""
+    md = package.md
+    return (md.from_, md.until) if md is not None else (None, None)
 
 
 def _package_changes(package: Entry, opened: DumpPackage, position: ChangePosition

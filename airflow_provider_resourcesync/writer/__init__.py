@@ -19,8 +19,9 @@ from .documents import (
     RESOURCE_LIST,
     XML,
     base_url,
+    name_of,
 )
-from .journal import stamp_at
+from .journal import Journal, stamp_at
 from .mirror import WELL_KNOWN, MirrorState, check_well_known, publish_well_known
 from .record import ObjectRecord
 from .shards import ShardIndex
@@ -37,6 +38,7 @@ __all__ = [
     "RESOURCE_LIST_MAX_AGE",
     "WELL_KNOWN",
     "XML",
+    "Journal",
     "MirrorState",
     "ObjectRecord",
     "ShardIndex",
@@ -44,6 +46,7 @@ __all__ = [
     "base_url",
     "check_well_known",
     "checkpoint_key",
+    "name_of",
     "publish_well_known",
     "saved_checkpoint",
     "stamp_at",

@@ -12,8 +12,8 @@ by its stamp, and the snapshot is stamped with the time it was written.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..errors import DocumentError, UnsafeContentError
@@ -35,6 +35,7 @@ from .record import ObjectRecord
 __all__ = ["Journal", "stamp_at"]
 
 _LIST_NAME = re.compile(r"(.+?)(?:-\d{5})?\.xml")
+_TICK = timedelta(microseconds=1)
 
 
 def stamp_at(when: datetime) -> str:
@@ -45,14 +46,20 @@ def stamp_at(when: datetime) -> str:
 class Journal:
     """The Change Lists of :class:`Documents` and their index; with another ``capability``,
     ``index`` and ``folder``, another series of documents kept the same way, one per save (a
-    publisher's Change Dumps, 13.1, in their Change Dump Index)."""
+    publisher's Change Dumps, 13.1, in their Change Dump Index).
+
+    ``retiring`` is given the entries of each document retired (:meth:`retire`, or dropped
+    past 50,000), before the document is deleted: to delete what they name (a Change Dump's
+    packages)."""
 
     def __init__(self, documents: Documents, *, capability: str = "changelist",
-                 index: str = CHANGE_LIST_INDEX, folder: str = CHANGES) -> None:
+                 index: str = CHANGE_LIST_INDEX, folder: str = CHANGES,
+                 retiring: Callable[[list[Entry]], None] | None = None) -> None:
         self._documents = documents
         self._capability = capability
         self._index = index
         self._folder = folder
+        self._retiring = retiring
 
     def index_exists(self) -> bool:
         return self._documents.destination.exists(self._documents.key(self._index))
@@ -223,5 +230,53 @@ class Journal:
                         until=last.until if last else None),
             links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),)),
             entries)
-        for entry in dropped:
-            documents.destination.delete(self._change_key(entry.loc))
+        if dropped:
+            self._drop_retired(entries, None)
+
+    # -- retirement ------------------------------------------------------------------------------
+
+    def retire(self, before: datetime) -> None:
+        """Retire the documents of the series that end before ``before``, the newest excepted
+        (a follower from before it is told of the gap), each whole (every part of a split
+        one): the index is rewritten without them (its ``from`` where the last of them
+        ended), then they are deleted (:meth:`_drop_retired`). A save killed between leaves
+        them listed nowhere, and the next one deletes them."""
+        listed = self.listed()
+        if not listed:
+            self._drop_retired([], self.start())
+            return
+        first = next((n for n, entry in enumerate(listed) if entry.md is None
+                      or entry.md.until is None or entry.md.until >= before), len(listed) - 1)
+        stamp = self._stamp(name_of(listed[first].loc))
+        while first and self._stamp(name_of(listed[first - 1].loc)) == stamp:
+            first -= 1  # the parts of the first document kept are kept together
+        if first:
+            self.write_index(listed[first:])
+        self._drop_retired(listed[first:], None)
+
+    def _drop_retired(self, kept: list[Entry], start: datetime | None) -> None:
+        """Delete the documents of the series dated before the first of ``kept`` (the index's
+        entries; with none, not after the index's ``start``), which no index lists any more:
+        each one's entries to ``retiring`` first, and a split one before its parts, so that
+        no document left names a missing one. The folder's keys come in order, and only those
+        before the first kept are read."""
+        if kept:
+            limit = self._stamp(name_of(kept[0].loc))
+        elif start is not None:
+            limit = stamp_at(start + _TICK)
+        else:
+            return
+        documents = self._documents
+        folder = documents.key(self._folder)
+        retired = []
+        for key in documents.destination.keys(folder):
+            stamp = self._stamp(key[len(folder):])
+            if stamp >= limit:
+                break
+            retired.append((stamp, key != f"{folder}{stamp}.xml", key))
+        for _, _, key in sorted(retired):
+            if self._retiring is not None:
+                with documents.reader(key) as reader:
+                    if not reader.head.is_index:
+                        self._retiring(list(reader))
+            documents.destination.delete(key)

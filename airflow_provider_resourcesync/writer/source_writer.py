@@ -108,19 +108,28 @@ class SourceWriter(ClosedOnExit):
         save whose changes it lacks is this old, besides when those changes pass a tenth of it;
         None: the size rule alone. Each rewrite costs the whole collection, so a shorter age
         costs more (``benchmarks/writer.py`` (b)).
-    :raises InvalidValueError: ``resource_list_max_age`` is negative.
+    :param keep_changes_for: at each save, retire the Change Lists (and the documents of a
+        :meth:`series` given to :meth:`retire`) that end before this long ago, or before the
+        Resource List's ``at`` if that is earlier (a follower baselining from it reads the
+        changes after it); None (the mirror's): keep every one (the oldest go past 50,000).
+    :raises InvalidValueError: ``resource_list_max_age`` or ``keep_changes_for`` is negative.
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX, resources_url: str | None = None,
                  clock: Callable[[], datetime] | None = None,
-                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE) -> None:
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
+                 keep_changes_for: timedelta | None = None) -> None:
         if location and not location.endswith("/"):
             raise InvalidValueError(f"documents location {location!r} must end with '/'")
         if resource_list_max_age is not None and resource_list_max_age < timedelta(0):
             raise InvalidValueError(f"the Resource List's age bound {resource_list_max_age} is "
                                     "negative; give a duration, or None for no bound")
+        if keep_changes_for is not None and keep_changes_for < timedelta(0):
+            raise InvalidValueError(f"keep_changes_for={keep_changes_for} is negative; give a "
+                                    "duration, or None to keep every change")
         self._max_age = resource_list_max_age
+        self._keep = keep_changes_for
         self.destination = destination
         self.location = location
         self._documents = Documents(destination, location, base_url(public_base_url)
@@ -372,6 +381,7 @@ class SourceWriter(ClosedOnExit):
             self._snapshot_at = now
             index.rebuild_rows(map(stored_json_row, self._store.rows()), stamp_at(now))
             self._compact = False
+        self.retire()
         return now, saved
 
     def _save_capabilities(self, now: datetime, saved: SavedRecord,
@@ -448,11 +458,30 @@ class SourceWriter(ClosedOnExit):
             return False
         return now - min(lacked, default=now) >= self._max_age
 
-    def series(self, capability: str, index: str, folder: str) -> Journal:
+    def series(self, capability: str, index: str, folder: str,
+               retiring: Callable[[list[Entry]], None] | None = None) -> Journal:
         """Another series of documents kept one per save as the journal is, in an index of
         their own (a publisher's Change Dumps, 13.1): ``index`` and ``folder`` are named as
-        under :data:`RESERVED_PREFIX`."""
-        return Journal(self._documents, capability=capability, index=index, folder=folder)
+        under :data:`RESERVED_PREFIX`; ``retiring`` is given each retired document's entries
+        before it is deleted (to delete what they name)."""
+        return Journal(self._documents, capability=capability, index=index, folder=folder,
+                       retiring=retiring)
+
+    def retire(self, series: Journal | None = None) -> None:
+        """Retire the documents of ``series`` (the journal by default; the save retires it)
+        that end before ``keep_changes_for`` ago by the writer's clock, or before the Resource
+        List's ``at`` where that is earlier: never a change the Resource List lacks
+        (docs/design.md, "Retention"). The index is rewritten first, then they are deleted; a
+        save killed between, and made again, deletes them. Nothing with ``keep_changes_for``
+        None.
+
+        :raises DocumentError: the index, or a document retired, cannot be read.
+        """
+        if self._keep is None:
+            return
+        at = self._snapshot_at or self._snapshot.at()
+        if at is not None:
+            (series or self._journal).retire(min(self._clock() - self._keep, at))
 
     def close(self) -> None:
         """Drop the scratch databases."""

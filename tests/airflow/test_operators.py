@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,11 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
                                             resource_list_max_age=3600),
     lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
                                         base_url="https://h/", resource_list_max_age=-1),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/", keep_changes_for="30 days"),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/",
+                                        keep_changes_for=timedelta(days=-1)),
     lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
                                         base_url="https://h/", max_skipped_share=5),
     lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",

@@ -21,6 +21,7 @@ from airflow_provider_resourcesync.publish.bucket import Bucket, LocalBucket, S3
 from airflow_provider_resourcesync.publish.inventory import list_bucket, walk_directory
 from airflow_provider_resourcesync.publish.inventory.objects import InventoryObject
 from airflow_provider_resourcesync.publish.packages import PackageSize
+from airflow_provider_resourcesync.publish.retention import KEEP_CHANGES_FOR
 from airflow_provider_resourcesync.publish.run import Publication, publish
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import RESERVED_PREFIX, KeyMapper
@@ -179,6 +180,8 @@ class Publisher(Source):
         self.published: datetime | None = None
         #: The Resource List's age bound (a test may make it short).
         self.max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
+        #: How long its changes are kept (a test may make it short).
+        self.keep_changes_for: timedelta | None = KEEP_CHANGES_FOR
 
     def change(self, name: str, body: bytes | None, when: datetime | None = None) -> None:
         self.collection.write(name, body, when)
@@ -192,6 +195,7 @@ class Publisher(Source):
             publication = Publication(destination, base_url=self.collection.base_url,
                                       publish_url=self.store.url, size=PackageSize(entries=3),
                                       resource_dump=True, resource_list_max_age=self.max_age,
+                                      keep_changes_for=self.keep_changes_for,
                                       max_deletions=1.0)  # the model deletes what it likes
             return publish(publication, self.collection.inventory(), now,
                            self.collection.bucket()).changes
