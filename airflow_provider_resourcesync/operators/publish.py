@@ -28,7 +28,12 @@ from ..shell.rendered import rendered_value
 from ..storage.keys import RESERVED_PREFIX
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
-from ..writer import RESOURCE_LIST_MAX_AGE, saved_checkpoint
+from ..writer import (
+    DOCUMENTS_MAX_AGE,
+    RESOURCE_LIST_MAX_AGE,
+    documents_cache_control,
+    saved_checkpoint,
+)
 
 __all__ = ["ResourceSyncPublishOperator"]
 
@@ -86,6 +91,11 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param check_urls: objects whose URLs each run fetches, before it writes, and compares
         with the bucket's bytes (and the Source Description at ``publish_url``, once there is
         one); a URL answering an error or other bytes fails the run. 0: no check.
+    :param documents_max_age: how long a cache (a CDN in front of ``publish_url``) may keep a
+        document that runs rewrite (the Capability List, the indexes, ``resourcelist.xml``,
+        ``resourcedump.xml``): their ``Cache-Control`` on S3, ``public, max-age=300`` by
+        default; what is named by its time (packages, closed Change Lists) is immutable. A
+        replaced Resource Dump's packages are kept that long after. A ``timedelta``.
     :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
         TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
         per request, public addresses only.
@@ -106,7 +116,9 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
-                 check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
+                 check_urls: int = CHECKED_OBJECTS,
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE,
+                 resourcesync_conn_id: str | None = None,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(max_deletions, str):
@@ -118,6 +130,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.check_urls = UrlCheck(check_urls).count
         self.resourcesync_conn_id = resourcesync_conn_id
         self.resource_list_max_age = max_age(resource_list_max_age)
+        documents_cache_control(documents_max_age)  # wrong when the DAG is parsed
+        self.documents_max_age = documents_max_age
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
         self.max_skipped_share = Skipped(max_skipped_share).share
@@ -149,7 +163,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                                       resource_dump=_switch(self.resource_dump, "resource_dump"),
                                       resource_list_max_age=self.resource_list_max_age,
                                       max_deletions=deletion_share(self.max_deletions),
-                                      url_check=self._url_check())
+                                      url_check=self._url_check(),
+                                      documents_max_age=self.documents_max_age)
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])

@@ -15,10 +15,13 @@ from .documents import (
     CHANGES,
     CHECKPOINT,
     DESCRIPTION,
+    DOCUMENTS_MAX_AGE,
+    IMMUTABLE,
     NAMESPACE,
     RESOURCE_LIST,
     XML,
     base_url,
+    documents_cache_control,
 )
 from .journal import stamp_at
 from .mirror import WELL_KNOWN, MirrorState, check_well_known, publish_well_known
@@ -32,6 +35,8 @@ __all__ = [
     "CHANGE_LIST_INDEX",
     "CHECKPOINT",
     "DESCRIPTION",
+    "DOCUMENTS_MAX_AGE",
+    "IMMUTABLE",
     "NAMESPACE",
     "RESOURCE_LIST",
     "RESOURCE_LIST_MAX_AGE",
@@ -44,6 +49,7 @@ __all__ = [
     "base_url",
     "check_well_known",
     "checkpoint_key",
+    "documents_cache_control",
     "publish_well_known",
     "saved_checkpoint",
     "stamp_at",

@@ -32,7 +32,11 @@ from airflow_provider_resourcesync.testing import (
     ServedDirectory,
     SourceServer,
 )
-from airflow_provider_resourcesync.writer import RESOURCE_LIST_MAX_AGE, MirrorState
+from airflow_provider_resourcesync.writer import (
+    DOCUMENTS_MAX_AGE,
+    RESOURCE_LIST_MAX_AGE,
+    MirrorState,
+)
 from tests.sync.conftest import client_for
 
 from .killing import KillAt, Killed, killed_at
@@ -179,6 +183,9 @@ class Publisher(Source):
         self.published: datetime | None = None
         #: The Resource List's age bound (a test may make it short).
         self.max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
+        #: How far the publisher's machine clock is ahead of the model's: each run comes past
+        #: the cache lifetime of the run before, which the replaced Resource Dump outlives.
+        self.waited = timedelta(0)
 
     def change(self, name: str, body: bytes | None, when: datetime | None = None) -> None:
         self.collection.write(name, body, when)
@@ -187,6 +194,8 @@ class Publisher(Source):
         """An inventory not newer than the last run's publishes nothing (its changes wait for
         the next run)."""
         self.collection.refresh()
+        self.waited += DOCUMENTS_MAX_AGE + timedelta(minutes=2)
+        machine = now + self.waited
 
         def once(destination: Destination) -> int:
             publication = Publication(destination, base_url=self.collection.base_url,
@@ -194,7 +203,7 @@ class Publisher(Source):
                                       resource_dump=True, resource_list_max_age=self.max_age,
                                       max_deletions=1.0)  # the model deletes what it likes
             return publish(publication, self.collection.inventory(), now,
-                           self.collection.bucket()).changes
+                           self.collection.bucket(), now=machine).changes
 
         changes = self.killable(once, self.store, kill)
         self.store.refresh()
