@@ -187,10 +187,12 @@ class MeteredDestination(LocalDestination):
             return stream
         return io.BufferedReader(_Counted(stream, self._add_read))
 
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
         if key.startswith(RESERVED_PREFIX):
             self.written += len(data)
-        super().write_bytes(key, data, content_type)  # stages, but does not commit
+        super().write_bytes(key, data, content_type,  # stages, but does not commit
+                            cache_control=cache_control)
 
     def stage(self, key: str) -> Staged:
         staged = super().stage(key)

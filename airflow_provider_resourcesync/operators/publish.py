@@ -31,7 +31,13 @@ from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..sync.tally import PROGRESS_SECONDS
 from ..units import byte_size
-from ..writer import DESCRIPTION, RESOURCE_LIST_MAX_AGE, saved_checkpoint
+from ..writer import (
+    DESCRIPTION,
+    DOCUMENTS_MAX_AGE,
+    RESOURCE_LIST_MAX_AGE,
+    documents_cache_control,
+    saved_checkpoint,
+)
 
 __all__ = ["ResourceSyncPublishOperator"]
 
@@ -97,6 +103,11 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param check_urls: objects whose URLs each run fetches, before it writes, and compares
         with the bucket's bytes (and the Source Description at ``publish_url``, once there is
         one); a URL answering an error or other bytes fails the run. 0: no check.
+    :param documents_max_age: how long a cache (a CDN in front of ``publish_url``) may keep a
+        document that runs rewrite (the Capability List, the indexes, ``resourcelist.xml``,
+        ``resourcedump.xml``): their ``Cache-Control`` on S3, ``public, max-age=300`` by
+        default; what is named by its time (packages, closed Change Lists) is immutable. A
+        replaced Resource Dump's packages are kept that long after. A ``timedelta``.
     :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
         TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
         per request, public addresses only.
@@ -138,7 +149,9 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  keep_changes_for: timedelta | None = KEEP_CHANGES_FOR,
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
-                 check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
+                 check_urls: int = CHECKED_OBJECTS,
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE,
+                 resourcesync_conn_id: str | None = None,
                  well_known: bool = False, dry_run: bool = False,
                  aws_conn_id: str | None = "aws_default", source_aws_conn_id: str | None = None,
                  inventory_aws_conn_id: str | None = None,
@@ -154,6 +167,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         self.resourcesync_conn_id = resourcesync_conn_id
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.keep_changes_for = max_age(keep_changes_for, "keep_changes_for")
+        documents_cache_control(documents_max_age)  # wrong when the DAG is parsed
+        self.documents_max_age = documents_max_age
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
         self.max_skipped_share = Skipped(max_skipped_share).share
@@ -193,7 +208,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                           f"; {len(done.left)} left for the next run" if done.left else "")
             self._warn_skipped(skipped)
             if self.well_known:  # the publication's Source Description, at publish_to's root
-                describe_at_well_known(destination, self.log, description=DESCRIPTION_KEY)
+                describe_at_well_known(destination, self.log, description=DESCRIPTION_KEY,
+                                       max_age=self.documents_max_age)
         return describe_outlet_events(context, self.outlets, {
             **done.checkpoint, STATS: stats,
             SKIPPED: skipped.as_dict()}, names=("time", STATS))
@@ -241,7 +257,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                            resource_list_max_age=self.resource_list_max_age,
                            keep_changes_for=self.keep_changes_for,
                            max_deletions=deletion_share(self.max_deletions),
-                           url_check=self._url_check())
+                           url_check=self._url_check(),
+                           documents_max_age=self.documents_max_age)
 
     def _conn(self, conn_id: str | None) -> str | None:
         """The AWS connection of one part (source, inventory, publication): its own, else

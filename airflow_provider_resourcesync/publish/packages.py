@@ -37,7 +37,7 @@ from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..protocol.package import DEFAULT_LIMITS, PackageWriter
 from ..protocol.reader import read_document
 from ..storage.base import Destination, ObjectInfo
-from ..writer import XML, stamp_at
+from ..writer import IMMUTABLE, XML, stamp_at
 from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",
@@ -200,7 +200,8 @@ def write_packages(windows: Iterable[Window], bucket: Bucket, destination: Desti
         else:
             package, written = _write(window, bucket, destination, zip_key, url(zip_key),
                                       capability_list, algorithms, read)
-            destination.write_bytes(copy_key, package.manifest_bytes, XML)
+            destination.write_bytes(copy_key, package.manifest_bytes, XML,
+                                    cache_control=IMMUTABLE)  # named by its window
             manifest = package.manifest.entries
         yield Package(package_entry(url(zip_key), written, url(copy_key), Metadata(
             from_=window.start, until=window.end)), manifest, window.changes, read)
@@ -249,7 +250,8 @@ def staged_package(destination: Destination, key: str, url: str, head: Head,
             fill(package)
         output.flush()
         digester = digesting.digester
-        written = ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP)
+        written = ObjectInfo(url, digester.length, digester.hashes(), type=_ZIP,
+                             cache_control=IMMUTABLE)  # named by its window or at
         staged.commit(written)
     return package, written
 

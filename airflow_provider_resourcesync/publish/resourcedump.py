@@ -11,18 +11,22 @@ takes again. One gone since, or left for the next run, is left out of the dump a
 next run publishes its deletion.
 
 Writes, in order: the packages (``resourcedump/<at>-NNNNN.zip``, named by the snapshot's time)
-each with a copy of its manifest beside it; then ``resourcedump.xml``, written whole; then the
-packages of the dump it replaces are deleted. A run killed before ``resourcedump.xml`` leaves the
-dump before whole (its packages are still there); the run carried out again writes the new one.
+each with a copy of its manifest beside it; then ``resourcedump.xml``, written whole, its
+``completed`` the time the packages were (11.1). A run killed before ``resourcedump.xml`` leaves
+the dump before whole (its packages are still there); the run carried out again writes the new
+one. The packages of the dump it replaces outlive it by the documents' cache lifetime: a cache
+may serve the old ``resourcedump.xml`` that long, and a follower reading it must find every
+package it lists. A later run deletes them (:func:`drop_older_dumps`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
 from ..errors import PublishError
+from ..protocol.datetimes import format_datetime
 from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
 from ..protocol.package import PackageWriter
 from ..protocol.reader import DocumentReader
@@ -42,6 +46,9 @@ RESOURCE_DUMP = RESERVED_PREFIX + "resourcedump.xml"
 _PACKAGES = RESERVED_PREFIX + "resourcedump/"
 #: What to do instead of dumping an object too large for a package member.
 _INSTEAD = "publish without resource_dump"
+#: How far apart the clocks of the workers that replace a dump and that delete its packages may
+#: be, on top of the documents' cache lifetime.
+_SKEW = timedelta(minutes=1)
 
 
 def dumped_at(writer: SourceWriter) -> datetime | None:
@@ -49,23 +56,31 @@ def dumped_at(writer: SourceWriter) -> datetime | None:
 
     :raises DocumentError: it cannot be read.
     """
+    md = _dump_md(writer)
+    return md.at if md is not None else None
+
+
+def _dump_md(writer: SourceWriter) -> Metadata | None:
+    """The ``rs:md`` of the Resource Dump kept by ``writer``'s publication; None if there is
+    none."""
     key = writer.key(RESOURCE_DUMP)
     destination = writer.destination
     if not destination.exists(key):
         return None
     with destination.open(key) as stream, DocumentReader(
             stream, url=destination.object_url(key)) as reader:
-        return reader.head.md.at if reader.head.md is not None else None
+        return reader.head.md
 
 
 def write_resource_dump(writer: SourceWriter, at: datetime,
                         objects: Iterable[tuple[InventoryObject, str]], left: Iterable[str],
                         bucket: Bucket, size: PackageSize, algorithms: tuple[str, ...],
-                        log: Callable[[str], None]) -> int:
+                        log: Callable[[str], None], clock: Callable[[], datetime]) -> int:
     """The Resource Dump of the objects ``writer`` holds as of ``at`` (its Resource List's),
     read from ``bucket`` as ``objects`` (the inventory of the snapshot, in key order, each
-    object with its URI) lists them, but for the ``left`` keys; the dump it replaces deleted
-    after. Returns the number of objects dumped.
+    object with its URI) lists them, but for the ``left`` keys, ``completed`` by ``clock`` once
+    its packages are written; the packages of the dump it replaces are left to
+    :func:`drop_older_dumps`. Returns the number of objects dumped.
 
     :raises PublishError: an object cannot be read, is larger than a package member may be,
         or the dump would need more than 50,000 packages.
@@ -87,28 +102,49 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
         package, written = staged_package(
             destination, zip_key, writer.url(zip_key), head, algorithms,
             partial(_fill, group=group, bucket=bucket, log=log))
-        destination.write_bytes(copy_key, package.manifest_bytes, XML)
+        destination.write_bytes(copy_key, package.manifest_bytes, XML,
+                                cache_control=writer.cache_control(copy_key))
         dumped += len(package.manifest.entries)
         listed.append(package_entry(writer.url(zip_key), written, writer.url(copy_key),
                                     Metadata(at=at)))
         log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
             f"{byte_size(written.length)}, {writer.url(zip_key)}")
-    destination.write_bytes(writer.key(RESOURCE_DUMP), document_bytes(Document(
-        Head(md=Metadata(capability="resourcedump", at=at),
-             links=(Link(rel="up", href=capability_list),)), listed)), XML)
-    drop_older_dumps(writer, at)
+    key = writer.key(RESOURCE_DUMP)
+    destination.write_bytes(key, document_bytes(Document(
+        Head(md=Metadata(capability="resourcedump", at=at, completed=max(clock(), at)),
+             links=(Link(rel="up", href=capability_list),)), listed)), XML,
+        cache_control=writer.cache_control(key))
     return dumped
 
 
-def drop_older_dumps(writer: SourceWriter, at: datetime) -> None:
-    """Delete the packages (and manifest copies) of Resource Dumps older than the one as of
-    ``at``, the one ``resourcedump.xml`` lists: after writing it, and again in a run made again
-    after one killed while deleting them (it finds the dump written, and writes none)."""
+def drop_older_dumps(writer: SourceWriter, now: datetime, max_age: timedelta,
+                     log: Callable[[str], None]) -> None:
+    """Delete the packages (and manifest copies) of the Resource Dumps older than the one
+    ``resourcedump.xml`` lists once no cache may still serve a ``resourcedump.xml`` listing
+    them: at ``now``, ``max_age`` (the documents' cache lifetime) and :data:`_SKEW` after that
+    one was ``completed`` (its packages written, just before it; its ``at`` for a dump written
+    before it had one). Called by each run that keeps a Resource Dump, after the new one is
+    written: a later run deletes them, as does a run made again after one killed while deleting
+    them."""
+    md = _dump_md(writer)
+    if md is None or md.at is None:
+        return
     folder = writer.key(_PACKAGES)
-    current = folder + stamp_at(at) + "-"
-    for key in list(writer.destination.keys(folder)):
-        if not key.startswith(current):
-            writer.destination.delete(key)
+    current = folder + stamp_at(md.at) + "-"
+    older = [key for key in writer.destination.keys(folder) if not key.startswith(current)]
+    if not older:
+        return
+    replaced = md.completed or md.at
+    until = replaced + max_age + _SKEW
+    if now < until:
+        log(f"the {len(older):,} files of the Resource Dump replaced at "
+            f"{format_datetime(replaced)} are kept until {format_datetime(until)}: a cache may "
+            "serve the resourcedump.xml that lists them until then")
+        return
+    for key in older:
+        writer.destination.delete(key)
+    log(f"the {len(older):,} files of the Resource Dump replaced at {format_datetime(replaced)} "
+        "are deleted")
 
 
 def _fill(package: PackageWriter, group: list[tuple[InventoryObject, str]], bucket: Bucket,

@@ -21,6 +21,7 @@ change is published once.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -38,12 +39,14 @@ from ..units import byte_size
 from ..writer import (
     CAPABILITY_LIST,
     DESCRIPTION,
+    DOCUMENTS_MAX_AGE,
     RESOURCE_LIST_MAX_AGE,
     Journal,
     ObjectRecord,
     SourceWriter,
     base_url,
     checkpoint_key,
+    documents_cache_control,
     saved_checkpoint,
     stamp_at,
 )
@@ -100,8 +103,12 @@ class Publication:
     :param max_deletions: the share of the objects last published a run may delete (rounded
         up to a whole object); a run that would delete more writes nothing and fails.
     :param url_check: how a run checks its URLs before it writes (:mod:`.urls`); None: not.
+    :param documents_max_age: how long a cache may keep a document that runs rewrite (its
+        ``Cache-Control`` on S3; docs/publishing.md, "Caches"), and so how long the packages
+        of a Resource Dump outlive the ``resourcedump.xml`` that replaced it.
     :raises ConfigurationError: no ``publish_url`` for a destination that is not a local
-        folder, or an unknown hash algorithm.
+        folder, an unknown hash algorithm, or a ``documents_max_age`` that is not a
+        non-negative ``timedelta``.
     """
 
     destination: Destination
@@ -115,9 +122,11 @@ class Publication:
     keep_changes_for: timedelta | None = KEEP_CHANGES_FOR
     max_deletions: float = MAX_DELETIONS
     url_check: UrlCheck | None = None
+    documents_max_age: timedelta = DOCUMENTS_MAX_AGE
 
     def __post_init__(self) -> None:
         checked_algorithms(self.algorithms)
+        documents_cache_control(self.documents_max_age)
         if self.publish_url is None and not isinstance(self.destination, LocalDestination):
             raise ConfigurationError(
                 f"publish_url: none given for {self.destination.url} ; it is not a local "
@@ -198,7 +207,9 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
     publishes nothing.
 
     :param now: the machine's clock (None: read it), which ``inventory_time`` and the last
-        run's window may not be ahead of by more than :data:`~.guards.MAX_AHEAD`.
+        run's window may not be ahead of by more than :data:`~.guards.MAX_AHEAD`; the run's
+        clock runs on from it (a Resource Dump's ``completed``, and when the packages of the
+        one it replaced may go).
     :raises InventoryError: the inventory cannot be read or holds what cannot be published,
         or its time is ahead of ``now``.
     :raises PublishError: an object cannot be read or packaged; the run would delete more
@@ -210,10 +221,11 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
     """
     now = now or datetime.now(UTC)
     check_not_ahead(inventory_time, now)
+    clock = _running_from(now)
     _check_unchanged(publication, log)
     checker = publication.checker()
     try:
-        return _published(publication, inventory, inventory_time, bucket, log, now, checker)
+        return _published(publication, inventory, inventory_time, bucket, log, clock, checker)
     finally:
         if checker is not None:
             checker.close()
@@ -221,16 +233,17 @@ def publish(publication: Publication, inventory: Iterable[InventoryObject],
 
 def _published(publication: Publication, inventory: Iterable[InventoryObject],
                inventory_time: datetime, bucket: Bucket, log: Callable[[str], None],
-               now: datetime, checker: UrlChecker | None) -> Published:
-    """:func:`publish`, its URLs checked by ``checker`` (None: not checked)."""
+               clock: Callable[[], datetime], checker: UrlChecker | None) -> Published:
+    """:func:`publish` by the run's ``clock``, its URLs checked by ``checker`` (None: not
+    checked)."""
     destination = publication.destination
     if checker is not None and checker.document(destination, _key(publication, DESCRIPTION)):
         log(f"publish_url serves the publication: {checker.publish_url} serves its Source "
             "Description as stored")
-    done = _finish_killed(publication, bucket, log)
+    done = _finish_killed(publication, bucket, log, clock)
     saved = done.saved if done is not None else _load_saved(publication)
     if saved is not None and inventory_time <= saved.time:
-        check_not_frozen(saved.time, now, destination.url + publication.location)
+        check_not_frozen(saved.time, clock(), destination.url + publication.location)
         log(f"the inventory of {format_datetime(inventory_time)} is not newer than the last "
             f"run's window, up to {format_datetime(saved.time)}: nothing new to publish (a "
             "report published already, or the same time twice); the first inventory after "
@@ -259,7 +272,8 @@ def _published(publication: Publication, inventory: Iterable[InventoryObject],
         log(f"{count:,} changes found since "
             f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
         # the plan kept is for a run made again: this one reads its changes where they are
-        return _carry_out(publication, plan_key, plan, iter(ordered), bucket, log).result
+        return _carry_out(publication, plan_key, plan, iter(ordered), bucket, log,
+                          clock).result
 
 
 def _guarded(publication: Publication, deletions: Deletions, inventory_time: datetime,
@@ -279,8 +293,8 @@ class _Done:
     result: Published
 
 
-def _finish_killed(publication: Publication, bucket: Bucket,
-                   log: Callable[[str], None]) -> _Done | None:
+def _finish_killed(publication: Publication, bucket: Bucket, log: Callable[[str], None],
+                   clock: Callable[[], datetime]) -> _Done | None:
     """Carry out the plan a killed run left, if any; delete one carried out already."""
     destination = publication.destination
     done = None
@@ -291,12 +305,13 @@ def _finish_killed(publication: Publication, bucket: Bucket,
             destination.delete(plan_key)  # carried out; killed before this delete
             continue
         log(f"a run was stopped before it finished: carrying out its plan {plan_key} first")
-        done = _carry_out(publication, plan_key, plan, planned, bucket, log)
+        done = _carry_out(publication, plan_key, plan, planned, bucket, log, clock)
     return done
 
 
 def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Iterator[Planned],
-               bucket: Bucket, log: Callable[[str], None]) -> _Done:
+               bucket: Bucket, log: Callable[[str], None], clock: Callable[[], datetime]
+               ) -> _Done:
     """Publish ``plan``'s changes (``planned``, in order); then delete the plan kept at
     ``plan_key`` and the older objects records."""
     destination = publication.destination
@@ -304,7 +319,8 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                            public_base_url=publication.publish_url,
                            resources_url=publication.base_url, clock=lambda: plan.end,
                            resource_list_max_age=publication.resource_list_max_age,
-                           keep_changes_for=publication.keep_changes_for) as writer:
+                           keep_changes_for=publication.keep_changes_for,
+                           documents_max_age=publication.documents_max_age) as writer:
         tally = _Tally()
         if plan.start is None:  # the first run: a Resource List of every object
             for change in planned:
@@ -324,7 +340,8 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
             writer.retire(dumps)
             if publication.resource_dump:
                 saving.capabilities.extend(_resource_dump(
-                    publication, writer, plan, tally.left, bucket, log, saving.snapshot_at()))
+                    publication, writer, plan, tally.left, bucket, log, saving.snapshot_at(),
+                    clock))
         if not publication.resource_dump and destination.exists(writer.key(RESOURCE_DUMP)):
             remove_resource_dump(writer)  # no longer asked for, nor listed
             log("resource_dump is off: the Resource Dump and its packages are deleted")
@@ -415,26 +432,33 @@ def _record(writer: SourceWriter, planned: list[Planned], manifest: list[Entry])
 
 
 def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, left: list[str],
-                   bucket: Bucket, log: Callable[[str], None], at: datetime | None
-                   ) -> list[Entry]:
+                   bucket: Bucket, log: Callable[[str], None], at: datetime | None,
+                   clock: Callable[[], datetime]) -> list[Entry]:
     """Within the writer's save: the Resource Dump of a Resource List as of this run (``at``)
-    not dumped yet, written from the run's objects record; the Capability List's entry for
-    the dump, if there is one."""
+    not dumped yet, written from the run's objects record, and the packages of those it
+    replaced deleted once caches are done with them (:func:`.resourcedump.drop_older_dumps`);
+    the Capability List's entry for the dump, if there is one."""
     before = dumped_at(writer)
     if at is not None and before != at:
         resources = base_url(publication.base_url)
         objects = ((item, _uri(resources, item.key))
                    for item in read_published(publication.destination, plan.objects))
         count = write_resource_dump(writer, at, objects, left, bucket, publication.size,
-                                    publication.algorithms, log)
+                                    publication.algorithms, log, clock)
         log(f"Resource Dump of {count:,} objects as of {format_datetime(at)} written")
     elif before is None:
         log("no Resource Dump yet: one is written with the next Resource List (the first run, "
             "or a compaction)")
         return []
-    elif at is not None:  # written by a run killed after it, maybe while dropping older ones
-        drop_older_dumps(writer, at)
+    drop_older_dumps(writer, clock(), publication.documents_max_age, log)
     return [Entry(writer.url(writer.key(RESOURCE_DUMP)), md=Metadata(capability="resourcedump"))]
+
+
+def _running_from(start: datetime) -> Callable[[], datetime]:
+    """A run's clock: ``start`` (the machine's clock when it started, or a caller's), and the
+    time it has run since (monotonic: a clock set back meanwhile cannot move it back)."""
+    began = time.monotonic()
+    return lambda: start + timedelta(seconds=time.monotonic() - began)
 
 
 def _described(change: Planned, bucket: Bucket) -> ObjectRecord:

@@ -3,6 +3,7 @@ Asset a destination is, the mirror's Source Description where Destinations disco
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Asset, Context
@@ -12,7 +13,7 @@ from ..hooks.destination import destination_asset_uri
 from ..hooks.resourcesync import ResourceSyncHook
 from ..storage.base import Destination
 from ..sync.log import Log
-from ..writer import DESCRIPTION, WELL_KNOWN, publish_well_known
+from ..writer import DESCRIPTION, DOCUMENTS_MAX_AGE, WELL_KNOWN, publish_well_known
 
 __all__ = [
     "capability_list_of",
@@ -51,13 +52,15 @@ def capability_list_of(hook: ResourceSyncHook, url: str | None, log: Log) -> str
 
 
 def describe_at_well_known(destination: Destination, log: Log, *,
-                           description: str = DESCRIPTION) -> None:
+                           description: str = DESCRIPTION,
+                           max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
     """Copy the mirror's Source Description (a publication's: at ``description``) to
-    ``.well-known/resourcesync`` (after the run that saved it), logged.
+    ``.well-known/resourcesync`` (after the run that saved it), for caches to keep ``max_age``,
+    logged.
 
     :raises ConfigurationError: a resource of the mirror is stored there.
     """
-    if publish_well_known(destination, description):
+    if publish_well_known(destination, description, max_age):
         log.info("Wrote the Source Description at %s , for Destinations that discover it "
                  "(spec 6.3.2)", destination.object_url(WELL_KNOWN))
 

@@ -26,13 +26,16 @@ def shown_key(key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
-    """What travels with each object: where it came from and what it is."""
+    """What travels with each object: where it came from and what it is; and how long a cache
+    may keep it, the ``Cache-Control`` it is served with where the destination serves headers
+    (S3; a local folder's web server sets its own: docs/publishing.md, "Caches")."""
 
     uri: str
     length: int
     hashes: Hashes
     lastmod: datetime | None = None
     type: str | None = None
+    cache_control: str | None = None
 
 
 class Staged(ClosedOnExit):
@@ -106,5 +109,8 @@ class Destination(ABC):
         """Whether there is an object at ``key``."""
 
     @abstractmethod
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
-        """Write a small object whole, atomically (the mirror's own documents)."""
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
+        """Write a small object whole, atomically (the mirror's own documents), to be served
+        with ``cache_control`` where the destination serves headers (as
+        :attr:`ObjectInfo.cache_control`)."""

@@ -20,6 +20,9 @@ keys ``a`` and ``a/b`` (URIs ``/x`` and ``/x/y`` both mirrored) cannot both be h
 path longer than the filesystem allows. Such a write raises :class:`UnstorableKeyError` (a
 re-run cannot help) naming the keys, and nothing stored is lost.
 
+A cache lifetime (:attr:`ObjectInfo.cache_control`) is not kept: a file has no headers, and
+the web server serving the folder gives the ``Cache-Control`` (docs/publishing.md, "Caches").
+
 Keys are relative; a key that would resolve outside the root (``..``, an absolute path, a symbolic
 link on the way) is refused, whatever produced it.
 """
@@ -232,8 +235,10 @@ class LocalDestination(Destination):
             return False
         return True
 
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
-        """Write a small object whole; a file has no content type and no :class:`ObjectInfo`."""
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
+        """Write a small object whole; a file has no content type, no :class:`ObjectInfo` and
+        no ``Cache-Control`` (its web server gives those)."""
         staged = self.stage(key)
         with staged:
             staged.file.write(data)

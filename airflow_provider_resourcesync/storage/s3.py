@@ -3,9 +3,10 @@
 A write is staged in a local temporary file and uploaded on commit: a single PUT below
 ``multipart_threshold``, a multipart upload (smart-open) above it; either way S3 shows the object
 whole or not at all, and a failed multipart upload is aborted. The :class:`ObjectInfo` travels as
-user metadata (``x-amz-meta-uri``, ``-length``, ``-hash``, ``-lastmod``, ``-type``) and the type as
-``Content-Type``. S3 limits keys to 1024 bytes and user metadata to 2 KB: a key or a URI too long
-for them is refused with :class:`UnstorableKeyError` (a re-run cannot help).
+user metadata (``x-amz-meta-uri``, ``-length``, ``-hash``, ``-lastmod``, ``-type``), the type as
+``Content-Type`` and the cache lifetime as ``Cache-Control``, which S3 serves with the object.
+S3 limits keys to 1024 bytes and user metadata to 2 KB: a key or a URI too long for them is
+refused with :class:`UnstorableKeyError` (a re-run cannot help).
 
 A killed run leaves its multipart upload incomplete: invisible, but billed. Before its first
 write, a destination aborts the incomplete uploads under its prefix that were started more than
@@ -23,6 +24,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, BinaryIO, TypedDict
@@ -152,7 +154,8 @@ class S3Destination(Destination):
         self._abort_stale_uploads()
         length = file.seek(0, 2)
         file.seek(0)
-        extra: _Described = {"Metadata": metadata, "ContentType": info.type or _BINARY}
+        extra: _Described = {"Metadata": metadata, "ContentType": info.type or _BINARY,
+                             **_cached(info.cache_control)}
         with self._errors("upload", key):
             if length < self._multipart_threshold:
                 self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=file,
@@ -227,11 +230,12 @@ class S3Destination(Destination):
             yield from (upload for upload in page.get("Uploads", ())
                         if upload["Initiated"] < now - self._stale_upload_after)
 
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
         self._abort_stale_uploads()
         with self._errors("write", key):
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data,
-                                   ContentType=content_type)
+                                   ContentType=content_type, **_cached(cache_control))
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -239,7 +243,9 @@ class S3Destination(Destination):
         head = self._head(key)
         if head is None:
             return None
-        return _info(head.get("Metadata", {}), f"{self._where(key)}")
+        info = _info(head.get("Metadata", {}), f"{self._where(key)}")
+        cache_control = head.get("CacheControl")
+        return replace(info, cache_control=cache_control) if info and cache_control else info
 
     def _head(self, key: str) -> HeadObjectOutputTypeDef | None:
         """The object's headers; None if there is none (S3 answers a HEAD in a missing bucket
@@ -328,11 +334,22 @@ def _server_time(answer: ListMultipartUploadsOutputTypeDef) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-class _Described(TypedDict):
-    """What an object is uploaded with: its description (:func:`_metadata`) and type."""
+class _Cached(TypedDict, total=False):
+    """The cache lifetime an object is uploaded with, if it has one."""
+
+    CacheControl: str
+
+
+class _Described(_Cached):
+    """What an object is uploaded with: its description (:func:`_metadata`), type and cache
+    lifetime."""
 
     Metadata: dict[str, str]
     ContentType: str
+
+
+def _cached(cache_control: str | None) -> _Cached:
+    return {"CacheControl": cache_control} if cache_control is not None else {}
 
 
 class _Missing(DestinationError):

@@ -1,13 +1,16 @@
 """Where the mirror's documents live: their keys under a location of a destination, the URLs
-they are published under, and how one is read or written (staged, with its hash and length)."""
+they are published under, how long a cache may keep each (:meth:`Documents.cache_control`), and
+how one is read or written (staged, with its hash and length)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from urllib.parse import unquote, urlsplit
 
-from ..errors import DocumentError, InvalidValueError
+from ..errors import ConfigurationError, DocumentError, InvalidValueError
 from ..protocol.hashes import DigestingWriter
 from ..protocol.model import Document, Entry, Head, Link
 from ..protocol.reader import DocumentReader
@@ -22,6 +25,8 @@ __all__ = [
     "CHANGE_LIST_INDEX",
     "CHECKPOINT",
     "DESCRIPTION",
+    "DOCUMENTS_MAX_AGE",
+    "IMMUTABLE",
     "INDEX",
     "KEY",
     "NAMESPACE",
@@ -29,6 +34,7 @@ __all__ = [
     "XML",
     "Documents",
     "base_url",
+    "documents_cache_control",
     "name_of",
 ]
 
@@ -45,6 +51,28 @@ NAMESPACE = "urn:airflow-provider-resourcesync:mirror"
 #: The ``rs:md`` attribute naming an object's key.
 KEY = f"{{{NAMESPACE}}}key"
 XML = "application/xml"
+#: How long a cache may keep a document that runs rewrite (the Capability List, the indexes,
+#: ``resourcelist.xml``...): the default of ``documents_max_age`` (docs/publishing.md, "Caches").
+DOCUMENTS_MAX_AGE = timedelta(minutes=5)
+#: The ``Cache-Control`` of what is named by its time, a package or a closed list, which is never
+#: written over: any cache may keep it a year (RFC 9111 5.2.2.1, RFC 8246 ``immutable``).
+IMMUTABLE = "public, max-age=31536000, immutable"
+#: A time in a name (:func:`.journal.stamp_at`; a Resource List part's generation): the name of a
+#: document or package written once, never written over.
+_TIMED = re.compile(r"\d{8}T\d{6}(?:\.\d{6})?Z")
+
+
+def documents_cache_control(max_age: timedelta) -> str:
+    """The ``Cache-Control`` of a document that runs rewrite: any cache may keep it ``max_age``
+    (whole seconds).
+
+    :raises ConfigurationError: ``max_age`` is not a non-negative ``timedelta``.
+    """
+    if not isinstance(max_age, timedelta) or max_age < timedelta(0):
+        raise ConfigurationError(f"documents_max_age={max_age!r}: give a non-negative "
+                                "datetime.timedelta, how long a cache may keep a document that "
+                                "runs rewrite (e.g. timedelta(minutes=5))")
+    return f"public, max-age={int(max_age.total_seconds())}"
 
 
 def base_url(url: str) -> str:
@@ -69,14 +97,24 @@ class Documents:
     """The documents at ``destination`` under ``location``, published under ``base`` (an
     http(s) URL ending with ``/``; None: the destination's own URLs), of a collection whose
     objects are served under ``resources`` (an http(s) URL ending with ``/``; None: beside the
-    documents, each entry with a ``via`` link to the object's origin, as the mirror's are)."""
+    documents, each entry with a ``via`` link to the object's origin, as the mirror's are),
+    which caches may keep ``max_age`` (:meth:`cache_control`)."""
 
     def __init__(self, destination: Destination, location: str, base: str | None,
-                 resources: str | None = None) -> None:
+                 resources: str | None = None, max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
         self.destination = destination
         self.location = location
         self.base = base
         self.resources = resources
+        self._rewritten = documents_cache_control(max_age)
+
+    def cache_control(self, key: str) -> str:
+        """The ``Cache-Control`` the object at ``key`` is written with, by its kind: what is
+        named by its time (a closed Change List or Change Dump, a part of a Resource List, a
+        package and its manifest copy) is never written over, and is :data:`IMMUTABLE`; a
+        document that runs rewrite, the Resource List, the Capability List, an index, may be
+        kept ``max_age``."""
+        return IMMUTABLE if _TIMED.search(key.rpartition("/")[2]) else self._rewritten
 
     def key(self, key: str) -> str:
         """A key of the default location (:data:`RESOURCE_LIST`...) moved to this one."""
@@ -133,7 +171,8 @@ class Documents:
 
     def write(self, key: str, head: Head, entries: list[Entry]) -> None:
         """A small document, whole."""
-        self.destination.write_bytes(key, document_bytes(Document(head, entries)), XML)
+        self.destination.write_bytes(key, document_bytes(Document(head, entries)), XML,
+                                     cache_control=self.cache_control(key))
 
     def write_list(self, head: Head, entries: Iterable[Entry], key: str,
                    part_key: Callable[[int], str]) -> set[str]:
@@ -158,4 +197,4 @@ class Documents:
             yield output
             digester = output.digester
             staged.commit(ObjectInfo(self.url(key), digester.length, digester.hashes(),
-                                     type=XML))
+                                     type=XML, cache_control=self.cache_control(key)))

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from ..errors import ConfigurationError, InvalidValueError, shown
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
-from .documents import DESCRIPTION, XML
+from .documents import DESCRIPTION, DOCUMENTS_MAX_AGE, XML, documents_cache_control
 from .source_writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 
 __all__ = ["WELL_KNOWN", "MirrorState", "check_well_known", "publish_well_known"]
@@ -28,17 +28,21 @@ class MirrorState(SourceWriter):
 
     :param location: :data:`RESERVED_PREFIX`, or a folder below it (a shard of a sharded
         baseline keeps its own view there).
+    :param documents_max_age: how long a cache in front of ``public_base_url`` may keep a
+        document that runs rewrite.
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX,
                  clock: Callable[[], datetime] | None = None,
-                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE) -> None:
+                 resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
         if not location.startswith(RESERVED_PREFIX) or not location.endswith("/"):
             raise InvalidValueError(f"state location {location!r} must be {RESERVED_PREFIX!r} "
                                     "or a folder below it, ending with '/'")
         super().__init__(destination, public_base_url=public_base_url, location=location,
-                         clock=clock, resource_list_max_age=resource_list_max_age)
+                         clock=clock, resource_list_max_age=resource_list_max_age,
+                         documents_max_age=documents_max_age)
 
 
 def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:
@@ -57,11 +61,13 @@ def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:
                 "to another key prefix, or leave well_known off")
 
 
-def publish_well_known(destination: Destination, description: str = DESCRIPTION) -> bool:
+def publish_well_known(destination: Destination, description: str = DESCRIPTION,
+                       max_age: timedelta = DOCUMENTS_MAX_AGE) -> bool:
     """Copy the mirror's Source Description (a publication's: at ``description``) to
     :data:`WELL_KNOWN` at ``destination``, where a Destination of it served at the root of a
-    host finds it (6.3.2). Called after a save, so it never points at a Capability List not yet
-    written; a mirror with none saved yet gets none. Whether it was written.
+    host finds it (6.3.2), for caches to keep ``max_age``, as the description itself. Called
+    after a save, so it never points at a Capability List not yet written; a mirror with none
+    saved yet gets none. Whether it was written.
 
     :raises ConfigurationError: a resource of the mirror is stored there (mapped by key
         prefixes of an earlier run); it is left as it is.
@@ -77,5 +83,6 @@ def publish_well_known(destination: Destination, description: str = DESCRIPTION)
             "not a Source "
             "Description: map that resource to another key prefix and baseline again, or "
             "leave well_known off")
-    destination.write_bytes(WELL_KNOWN, body, XML)
+    destination.write_bytes(WELL_KNOWN, body, XML,
+                            cache_control=documents_cache_control(max_age))
     return True

@@ -42,6 +42,7 @@ from .documents import (
     CHANGE_LIST_INDEX,
     CHECKPOINT,
     DESCRIPTION,
+    DOCUMENTS_MAX_AGE,
     INDEX,
     RESOURCE_LIST,
     Documents,
@@ -112,14 +113,18 @@ class SourceWriter(ClosedOnExit):
         :meth:`series` given to :meth:`retire`) that end before this long ago, or before the
         Resource List's ``at`` if that is earlier (a follower baselining from it reads the
         changes after it); None (the mirror's): keep every one (the oldest go past 50,000).
+    :param documents_max_age: how long a cache may keep a document that saves rewrite
+        (:meth:`cache_control`).
     :raises InvalidValueError: ``resource_list_max_age`` or ``keep_changes_for`` is negative.
+    :raises ConfigurationError: ``documents_max_age`` is not a non-negative ``timedelta``.
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX, resources_url: str | None = None,
                  clock: Callable[[], datetime] | None = None,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
-                 keep_changes_for: timedelta | None = None) -> None:
+                 keep_changes_for: timedelta | None = None,
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
         if location and not location.endswith("/"):
             raise InvalidValueError(f"documents location {location!r} must end with '/'")
         if resource_list_max_age is not None and resource_list_max_age < timedelta(0):
@@ -135,7 +140,7 @@ class SourceWriter(ClosedOnExit):
         self._documents = Documents(destination, location, base_url(public_base_url)
                                     if public_base_url is not None else None,
                                     base_url(resources_url) if resources_url is not None
-                                    else None)
+                                    else None, documents_max_age)
         self._journal = Journal(self._documents)
         self._snapshot = Snapshot(self._documents)
         self._clock = clock or _now
@@ -418,6 +423,12 @@ class SourceWriter(ClosedOnExit):
         """Where the object at ``key`` is published: under ``public_base_url`` if given, else
         the destination's own URL."""
         return self._documents.url(key)
+
+    def cache_control(self, key: str) -> str:
+        """The ``Cache-Control`` of the object at ``key``: :data:`~.documents.IMMUTABLE` for
+        what is named by its time, else ``documents_max_age``
+        (:meth:`.documents.Documents.cache_control`)."""
+        return self._documents.cache_control(key)
 
     def key(self, name: str) -> str:
         """The key of a document named as under :data:`RESERVED_PREFIX` (``RESOURCE_LIST``...),

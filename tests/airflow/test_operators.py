@@ -104,6 +104,8 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
                                         base_url="https://h/", max_skipped_share=5),
     lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
                                         base_url="https://h/", hashes=("sha1",)),
+    lambda: ResourceSyncPublishOperator(task_id="p", source="/s", publish_to="/p",
+                                        base_url="https://h/", documents_max_age=300),
 ])
 def test_wrong_arguments_fail_when_the_dag_is_parsed(make: Callable[[], object]) -> None:
     with pytest.raises(ConfigurationError):

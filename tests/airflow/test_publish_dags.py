@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from airflow.sdk import BaseOperator
 
@@ -182,6 +183,8 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
     for key in documents:
         body = published.read_bytes(key) or b""
         assert not has_errors(validate_source(io.BytesIO(body), url=key)), key
+    # served for a cache in front to keep the operator's default five minutes (issue 28)
+    assert httpx.get(capability_list).headers["cache-control"] == "public, max-age=300"
 
 
 def test_the_publishing_demo_publishes_follows_and_ends_with_the_mirror_equal(

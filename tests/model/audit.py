@@ -16,6 +16,7 @@ from airflow_provider_resourcesync.protocol.model import Document
 from airflow_provider_resourcesync.protocol.package import open_package
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
+from airflow_provider_resourcesync.writer import stamp_at
 
 from .stores import Store
 
@@ -51,10 +52,21 @@ class Audit:
             if key.endswith(".xml") and (key not in self._read or
                                          self._read[key].token != token):
                 self._read[key] = _Read(token, self._parsed(key))
-        unreached = set(self._read) - self._walk(listing)
+        unreached = set(self._read) - self._walk(listing) - self._replaced_dump(listing)
         assert not unreached, ("documents no document names", sorted(unreached))
         return {series: self._listed(series, listing) for series in ("changelist", "changedump")
                 if self.docs + series + ".xml" in listing}
+
+    def _replaced_dump(self, listing: dict[str, str]) -> set[str]:
+        """The files of the Resource Dumps older than the one ``resourcedump.xml`` lists, kept
+        while a cache may still serve the one that named them (docs/publishing.md, "Caches")."""
+        dump = self._read.get(self.docs + "resourcedump.xml")
+        md = dump.document.head.md if dump is not None else None
+        if md is None or md.at is None:
+            return set()
+        current = f"{self.docs}resourcedump/{stamp_at(md.at)}-"
+        return {key for key in listing if key.startswith(self.docs + "resourcedump/")
+                and key < current}
 
     def snapshot_at(self) -> datetime:
         """The Resource List's ``at``."""

@@ -43,9 +43,10 @@ def killed_at(destination: D, at: KillAt) -> D:
         staged.commit = lambda info: (step("write", key), commit(info))[1]  # type: ignore[method-assign]
         return staged
 
-    def write_bytes(key: str, data: bytes, content_type: str) -> None:
+    def write_bytes(key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
         step("write", key)
-        real_write(key, data, content_type)
+        real_write(key, data, content_type, cache_control=cache_control)
 
     def delete(key: str) -> None:
         step("delete", key)

@@ -33,7 +33,11 @@ from airflow_provider_resourcesync.testing import (
     ServedDirectory,
     SourceServer,
 )
-from airflow_provider_resourcesync.writer import RESOURCE_LIST_MAX_AGE, MirrorState
+from airflow_provider_resourcesync.writer import (
+    DOCUMENTS_MAX_AGE,
+    RESOURCE_LIST_MAX_AGE,
+    MirrorState,
+)
 from tests.sync.conftest import client_for
 
 from .killing import KillAt, Killed, killed_at
@@ -182,6 +186,9 @@ class Publisher(Source):
         self.max_age: timedelta | None = RESOURCE_LIST_MAX_AGE
         #: How long its changes are kept (a test may make it short).
         self.keep_changes_for: timedelta | None = KEEP_CHANGES_FOR
+        #: How far the publisher's machine clock is ahead of the model's: each run comes past
+        #: the cache lifetime of the run before, which the replaced Resource Dump outlives.
+        self.waited = timedelta(0)
 
     def change(self, name: str, body: bytes | None, when: datetime | None = None) -> None:
         self.collection.write(name, body, when)
@@ -190,6 +197,8 @@ class Publisher(Source):
         """An inventory not newer than the last run's publishes nothing (its changes wait for
         the next run)."""
         self.collection.refresh()
+        self.waited += DOCUMENTS_MAX_AGE + timedelta(minutes=2)
+        machine = now + self.waited
 
         def once(destination: Destination) -> int:
             publication = Publication(destination, base_url=self.collection.base_url,
@@ -198,7 +207,7 @@ class Publisher(Source):
                                       keep_changes_for=self.keep_changes_for,
                                       max_deletions=1.0)  # the model deletes what it likes
             return publish(publication, self.collection.inventory(), now,
-                           self.collection.bucket()).changes
+                           self.collection.bucket(), now=machine).changes
 
         changes = self.killable(once, self.store, kill)
         self.store.refresh()

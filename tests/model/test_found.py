@@ -73,10 +73,13 @@ def test_found_3_a_run_killed_deleting_the_last_resource_dump_leaves_it(
         state: WriterModel) -> None:
     """A compacting run killed at its first deletion of the last Resource Dump's packages and
     made again: the run made again finds the new Resource Dump written and deletes nothing, so
-    the old dump's packages and their manifests stay, named by no document, for good."""
+    the old dump's packages and their manifests stay, named by no document, for good. (Since
+    issue 28 the replaced dump's packages are deleted by a run past the documents' cache
+    lifetime: the model's next run, killed there and made again.)"""
     state.first_run()
-    state.change(changed=[(17, False), (0, False), (1, False)],
-                 kill=lambda action, key: action == "delete" and key.startswith("resourcedump/"))
+    deleting = lambda action, key: action == "delete" and key.startswith("resourcedump/")  # noqa: E731
+    state.change(changed=[(17, False), (0, False), (1, False)], kill=deleting)
+    state.run(state.tick(), deleting)
     store = state.source.store
     named = {store.key_of(url) for entry in read_document(store.read("resourcedump.xml"))
              for url in (entry.loc, *(link.href for link in entry.links_for("contents")))}

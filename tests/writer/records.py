@@ -71,10 +71,11 @@ class Counting(Destination):
         self.read += len(data or b"")
         return data
 
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
         self.calls["write_bytes"] += 1
         self.written += len(data)
-        self.inner.write_bytes(key, data, content_type)
+        self.inner.write_bytes(key, data, content_type, cache_control=cache_control)
 
     def keys(self, prefix: str = "") -> Iterator[str]:
         self.calls["keys"] += 1
@@ -132,9 +133,10 @@ def kill_before_write(destination: Destination, kill_at: int, *, deletes: bool =
         staged.commit = lambda info: (step(key), commit(info))  # type: ignore[method-assign]
         return staged
 
-    def write_bytes(key: str, data: bytes, kind: str) -> None:
+    def write_bytes(key: str, data: bytes, kind: str, *, cache_control: str | None = None
+                    ) -> None:
         step(key)
-        real_write(key, data, kind)
+        real_write(key, data, kind, cache_control=cache_control)
 
     destination.stage = stage  # type: ignore[method-assign]
     destination.write_bytes = write_bytes  # type: ignore[method-assign]

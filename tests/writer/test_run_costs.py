@@ -51,9 +51,10 @@ class Recording(Counting):
         self.opened.append(key)
         return super().open(key)
 
-    def write_bytes(self, key: str, data: bytes, content_type: str) -> None:
+    def write_bytes(self, key: str, data: bytes, content_type: str, *,
+                    cache_control: str | None = None) -> None:
         self.wrote.append(key)
-        super().write_bytes(key, data, content_type)
+        super().write_bytes(key, data, content_type, cache_control=cache_control)
 
     def stage(self, key: str) -> Staged:
         self.wrote.append(key)

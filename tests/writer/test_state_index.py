@@ -46,9 +46,10 @@ class StoppedBefore:
     def __getattr__(self, name: str) -> object:
         return getattr(self._destination, name)
 
-    def write_bytes(self, key: str, data: bytes, kind: str) -> None:
+    def write_bytes(self, key: str, data: bytes, kind: str, *,
+                    cache_control: str | None = None) -> None:
         self._check(key)
-        self._destination.write_bytes(key, data, kind)
+        self._destination.write_bytes(key, data, kind, cache_control=cache_control)
 
     def stage(self, key: str) -> Staged:
         self._check(key)
