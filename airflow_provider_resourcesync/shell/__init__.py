@@ -60,7 +60,7 @@ def describe_at_well_known(destination: Destination, log: Log, *,
 
     :raises ConfigurationError: a resource of the mirror is stored there.
     """
-    if publish_well_known(destination, description, max_age):
+    if publish_well_known(destination, description=description, max_age=max_age):
         log.info("Wrote the Source Description at %s , for Destinations that discover it "
                  "(spec 6.3.2)", destination.object_url(WELL_KNOWN))
 

@@ -61,7 +61,7 @@ def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:
                 "to another key prefix, or leave well_known off")
 
 
-def publish_well_known(destination: Destination, description: str = DESCRIPTION,
+def publish_well_known(destination: Destination, *, description: str = DESCRIPTION,
                        max_age: timedelta = DOCUMENTS_MAX_AGE) -> bool:
     """Copy the mirror's Source Description (a publication's: at ``description``) to
     :data:`WELL_KNOWN` at ``destination``, where a Destination of it served at the root of a

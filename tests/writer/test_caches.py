@@ -31,7 +31,7 @@ def test_the_mirrors_documents_are_served_short_lived_and_its_change_lists_immut
             for number in range(3):
                 state.put(record(number, version))
             state.save(checkpoint={"version": version})
-    assert publish_well_known(destination, LIFETIME)
+    assert publish_well_known(destination, max_age=LIFETIME)
 
     def header(key: str) -> str | None:
         return httpx.get(served + key).headers.get("cache-control")
