@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-writer
+.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-writer bench-publish-costs
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -31,6 +31,9 @@ bench-incremental: uv
 
 bench-publish: uv
 	$(UV) run --frozen python benchmarks/publish.py
+
+bench-publish-costs: uv
+	$(UV) run --frozen python benchmarks/publish_costs.py
 
 bench-wire: uv
 	$(UV) run --frozen python benchmarks/wire.py

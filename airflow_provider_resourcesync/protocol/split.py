@@ -243,10 +243,12 @@ class _Splitter:
         part_url: Callable[[int], str],
         max_entries: int,
         max_bytes: int,
+        index: str | None = None,
     ) -> None:
         if max_entries < 1 or max_bytes < 1:
             raise InvalidValueError(f"limits must be positive: {max_entries=}, {max_bytes=}")
         self._head, self._url = head, url
+        self._parts_index = index or url
         self._open_output, self._part_url = open_output, part_url
         self._max_entries, self._max_bytes = max_entries, max_bytes
         kind = head.kind
@@ -256,7 +258,8 @@ class _Splitter:
             not kind.is_index) else None
         self._serializer = Serializer(head.root, head.namespaces)
         self._end = self._serializer.end()
-        self._single_head = self._serializer.head(head)
+        self._single_head = self._serializer.head(head if index is None else replace(
+            head, links=(*head.links, Link(rel="index", href=index))))
         self._part_overhead = len(self._end) + len(
             self._serializer.head(self._part_head(_LONGEST_DATETIME, _LONGEST_DATETIME)))
         if len(self._single_head) + len(self._end) > max_bytes:
@@ -380,7 +383,7 @@ class _Splitter:
         if md is not None and self._uses_from:
             md = replace(md, from_=from_, until=until)
         return replace(self._head, md=md,
-                       links=(*self._head.links, Link(rel="index", href=self._url)))
+                       links=(*self._head.links, Link(rel="index", href=self._parts_index)))
 
     def _child_md(self, from_: datetime | None, until: datetime | None) -> Metadata | None:
         """The index entry's ``rs:md`` (Appendix A): the part's interval, or the snapshot time."""
@@ -403,6 +406,7 @@ def write_split(
     part_url: Callable[[int], str] | None = None,
     max_entries: int = MAX_ENTRIES,
     max_bytes: int = MAX_DOCUMENT_BYTES,
+    index: str | None = None,
 ) -> list[str]:
     """Write a document at ``url``, split into parts under an index if it exceeds the limits.
 
@@ -423,6 +427,10 @@ def write_split(
     Destination that goes on after it misses nothing.
 
     :param open_output: opens a URL for writing, as a context manager giving a binary stream.
+    :param index: the index that lists the document, or its parts in its place (a Change List
+        in a Change List Index, 12.1; a Change Dump in a Change Dump Index, 13.1): the document
+        links to it with ``index``, and so do the parts, not to the index at ``url``, which
+        then only records them.
     :returns: the URLs written, in the order written (the index last).
     :raises DocumentError: if an entry alone, the changes a part cannot end among, or the index
         exceed the limits, or the head is an index or belongs to one (indexes do not nest).
@@ -434,7 +442,7 @@ def write_split(
     splitter = _Splitter(
         head, url=url, open_output=open_output,
         part_url=part_url or (lambda number: default_part_url(url, number)),
-        max_entries=max_entries, max_bytes=max_bytes,
+        max_entries=max_entries, max_bytes=max_bytes, index=index,
     )
     try:
         for entry in entries:

@@ -175,9 +175,10 @@ class Documents:
                                      cache_control=self.cache_control(key))
 
     def write_list(self, head: Head, entries: Iterable[Entry], key: str,
-                   part_key: Callable[[int], str]) -> set[str]:
+                   part_key: Callable[[int], str], index: str | None = None) -> set[str]:
         """A list at ``key``, split into parts named by ``part_key`` if it must be; the keys
-        written."""
+        written. ``index``: the key of the index that lists it (or its parts), which they link
+        to (:func:`~..protocol.split.write_split`)."""
         keys = {self.url(key): key}
 
         def part_url(number: int) -> str:
@@ -186,7 +187,8 @@ class Documents:
             return self.url(part)
 
         urls = write_split(head, entries, url=self.url(key), part_url=part_url,
-                           open_output=lambda url: self._output(keys[url]))
+                           open_output=lambda url: self._output(keys[url]),
+                           index=None if index is None else self.url(index))
         return {keys[url] for url in urls}
 
     @contextmanager

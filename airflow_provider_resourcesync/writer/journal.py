@@ -191,8 +191,9 @@ class Journal:
         head = Head(md=Metadata(capability=self._capability, from_=start, until=end),
                     links=(Link(rel="up", href=documents.url(documents.key(CAPABILITY_LIST))),),
                     namespaces=namespaces or {})
-        written = documents.write_list(
-            head, entries, key, lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml")
+        written = documents.write_list(  # each links to the index that lists it (12.1, 13.1)
+            head, entries, key, lambda number: f"{key.removesuffix('.xml')}-{number:05d}.xml",
+            documents.key(self._index))
         if written == {key}:
             return [Entry(documents.url(key), md=Metadata(from_=start, until=end))]
         with documents.reader(key) as parts:

@@ -101,6 +101,21 @@ def test_split_change_list_intervals(outputs: Outputs) -> None:
     assert_clean(outputs, urls)
 
 
+@pytest.mark.parametrize("count", [2, 7])
+def test_a_list_of_a_series_links_the_series_index_whole_or_split(
+        outputs: Outputs, count: int) -> None:
+    """12.1, 13.1: a Change List in a Change List Index links to it with ``index``; split, its
+    parts do (that index lists them), not the index of its parts at ``url``, which has none."""
+    series = "http://example.com/dataset1/changelist-index.xml"
+    urls = write_split(CHANGE_HEAD, changes(count), url=URL, open_output=outputs,
+                       max_entries=3, index=series)
+    lists = read_parts(outputs, urls if count <= 3 else urls[:-1])
+    assert lists and all(d.head.index == series and d.head.up == UP.href for d in lists)
+    if count > 3:
+        assert len(lists) == 3 and outputs.read(URL).head.links == (UP,)
+    assert_clean(outputs, urls)
+
+
 def test_split_closed_change_list_closes_its_last_part(outputs: Outputs) -> None:
     until = T0 + timedelta(days=1)
     head = Head(md=Metadata(capability="changelist", from_=T0, until=until), links=(UP,))
