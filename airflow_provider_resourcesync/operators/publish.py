@@ -26,8 +26,7 @@ from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.keys import RESERVED_PREFIX
-from ..sync.tally import PROGRESS_SECONDS
-from ..units import byte_size
+from ..units import PROGRESS_SECONDS, byte_size
 from ..writer import RESOURCE_LIST_MAX_AGE, saved_checkpoint
 
 __all__ = ["ResourceSyncPublishOperator"]

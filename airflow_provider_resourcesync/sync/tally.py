@@ -15,7 +15,7 @@ from ..errors import (
     UnsafeContentError,
     UnstorableKeyError,
 )
-from ..units import byte_size, counted
+from ..units import PROGRESS_SECONDS, counted, pace
 from .log import Log
 
 __all__ = ["Outcome", "Tally", "fix_for"]
@@ -24,8 +24,6 @@ __all__ = ["Outcome", "Tally", "fix_for"]
 SHOWN = 10
 #: Resources between two progress lines in the log.
 PROGRESS_EVERY = 1000
-#: The longest silence between two progress lines, in seconds, however slowly resources come.
-PROGRESS_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,19 +78,9 @@ class Tally:
         now = self.clock()
         if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
             self._told = now
-            self.log.info("Progress: %s: %s", self._pace(now), counted(self.stats))
-
-    def _pace(self, now: float) -> str:
-        """How far the run is: done (of how many), in how long, at what rates (resources and
-        bytes), and what is left."""
-        elapsed = max(now - self.started, 1e-6)
-        rate = self.done / elapsed
-        done = f"{self.done} of {self.total}" if self.total else str(self.done)
-        pace = (f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s, "
-                f"{byte_size(self.stats['bytes'] / elapsed)}/s")
-        if self.total and self.total > self.done:
-            pace += f", about {(self.total - self.done) / rate:.0f} s left"
-        return pace + ")"
+            self.log.info("Progress: %s: %s", pace(self.done, self.total, self.stats["bytes"],
+                                                    now - self.started, "resources"),
+                          counted(self.stats))
 
     def fail(self, what: str, reason: str, *, rerun_helps: bool = True,
              fix: str | None = None) -> None:
