@@ -19,6 +19,7 @@ from ..protocol.datetimes import format_datetime
 from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
+from ..publish.reads import DEFAULT_CONCURRENCY, checked_concurrency
 from ..publish.run import CHANGE_DUMP_INDEX, Publication, publish
 from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
 from ..shell import describe_outlet_events, destination_outlets
@@ -88,6 +89,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
         TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
         per request, public addresses only.
+    :param concurrency: objects read at once while packaging (1 to 256; 1: one after another);
+        the packages are the same whatever it is. The reads retry as the checks do (the
+        ``resourcesync_conn_id`` connection's ``max_tries``, ``request_timeout`` and
+        ``retry_budget``, else a sync's defaults).
     :param aws_conn_id: the AWS connection for ``s3://`` sources, reports and ``publish_to``.
 
     OpenLineage: the source as input, the Change Dump Index at ``publish_to`` as output.
@@ -106,6 +111,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  max_skipped_share: float = DEFAULT_SHARE,
                  max_deletions: float | str = MAX_DELETIONS,
                  check_urls: int = CHECKED_OBJECTS, resourcesync_conn_id: str | None = None,
+                 concurrency: int = DEFAULT_CONCURRENCY,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not isinstance(max_deletions, str):
@@ -116,6 +122,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                 "URLs, which no follower can fetch. Give the http(s) URL it is served under")
         self.check_urls = UrlCheck(check_urls).count
         self.resourcesync_conn_id = resourcesync_conn_id
+        self.concurrency = checked_concurrency(concurrency)
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.size = PackageSize(package_entries, package_bytes)
         self.hashes = checked_algorithms(hashes)
@@ -148,7 +155,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                                       resource_dump=_switch(self.resource_dump, "resource_dump"),
                                       resource_list_max_age=self.resource_list_max_age,
                                       max_deletions=deletion_share(self.max_deletions),
-                                      url_check=self._url_check())
+                                      url_check=self._url_check(),
+                                      concurrency=self.concurrency, **self._read_policy())
             self._reads_and_writes([self.source], [
                 self.publish_to.rstrip("/") + "/" + CHANGE_DUMP_INDEX.removeprefix(
                     RESERVED_PREFIX)])
@@ -170,6 +178,13 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         policy = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id).policy \
             if self.resourcesync_conn_id else CHECK_POLICY
         return UrlCheck(self.check_urls, policy)
+
+    def _read_policy(self) -> dict[str, Any]:
+        """The reads' retries and deadline: the connection's, where one is given."""
+        if not self.resourcesync_conn_id:
+            return {}
+        return {"read_policy": ResourceSyncHook(
+            resourcesync_conn_id=self.resourcesync_conn_id).policy}
 
     def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
         """Log where the run starts: the state saved at ``publish_to``; this task's previous
