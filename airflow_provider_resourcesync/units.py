@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-__all__ = ["byte_size", "counted"]
+__all__ = ["PROGRESS_SECONDS", "byte_size", "counted", "pace"]
+
+#: The longest silence between two progress lines of a run, in seconds, however slowly it goes.
+PROGRESS_SECONDS = 30.0
 
 _UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -27,3 +30,18 @@ def counted(stats: Mapping[str, int]) -> str:
     named ``bytes`` as a :func:`byte_size`."""
     return ", ".join(byte_size(value) if name == "bytes" else f"{value} {name}"
                      for name, value in stats.items())
+
+
+def pace(done: int, total: int | None, amount: float, elapsed: float, noun: str, *,
+         about: bool = False) -> str:
+    """How far a run is: ``done`` (of ``total``, where known; ``about`` it, where guessed)
+    ``noun`` in ``elapsed`` seconds, at what rates (of them, and of ``amount`` bytes), and about
+    how long is left."""
+    elapsed = max(elapsed, 1e-6)
+    rate = done / elapsed
+    of = f"{done} of {'about ' if about else ''}{total}" if total else str(done)
+    line = (f"{of} {noun} done in {elapsed:.0f} s "
+            f"({rate:.1f}/s, {byte_size(amount / elapsed)}/s")
+    if total and total > done and rate > 0:
+        line += f", about {(total - done) / rate:.0f} s left"
+    return line + ")"

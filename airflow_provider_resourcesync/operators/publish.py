@@ -20,6 +20,7 @@ from ..protocol.datetimes import format_datetime
 from ..publish.guards import MAX_DELETIONS, deletion_share
 from ..publish.inventory import DEFAULT_SHARE, InventoryObject, Skipped
 from ..publish.packages import DEFAULT_BYTES, DEFAULT_ENTRIES, PackageSize, checked_algorithms
+from ..publish.reads import DEFAULT_CONCURRENCY, checked_concurrency
 from ..publish.retention import KEEP_CHANGES_FOR
 from ..publish.run import Publication, preview, publish
 from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
@@ -29,8 +30,7 @@ from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
-from ..sync.tally import PROGRESS_SECONDS
-from ..units import byte_size
+from ..units import PROGRESS_SECONDS, byte_size
 from ..writer import (
     DESCRIPTION,
     DOCUMENTS_MAX_AGE,
@@ -111,6 +111,10 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
     :param resourcesync_conn_id: a ``resourcesync`` connection whose settings (timeouts,
         TLS, headers, ``allowed_hosts``, ``allow_private``) the checks follow; None: a minute
         per request, public addresses only.
+    :param concurrency: objects read at once while packaging (1 to 256; 1: one after another);
+        the packages are the same whatever it is. The reads retry as the checks do (the
+        ``resourcesync_conn_id`` connection's ``max_tries``, ``request_timeout`` and
+        ``retry_budget``, else a sync's defaults).
     :param well_known: also write the publication's Source Description at
         ``.well-known/resourcesync`` of ``publish_to`` (spec 6.3.2), for a ``publish_url`` at
         the root of a host: Destinations then find the publication from the host alone.
@@ -152,6 +156,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                  check_urls: int = CHECKED_OBJECTS,
                  documents_max_age: timedelta = DOCUMENTS_MAX_AGE,
                  resourcesync_conn_id: str | None = None,
+                 concurrency: int = DEFAULT_CONCURRENCY,
                  well_known: bool = False, dry_run: bool = False,
                  aws_conn_id: str | None = "aws_default", source_aws_conn_id: str | None = None,
                  inventory_aws_conn_id: str | None = None,
@@ -165,6 +170,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                 "URLs, which no follower can fetch. Give the http(s) URL it is served under")
         self.check_urls = UrlCheck(check_urls).count
         self.resourcesync_conn_id = resourcesync_conn_id
+        self.concurrency = checked_concurrency(concurrency)
         self.resource_list_max_age = max_age(resource_list_max_age)
         self.keep_changes_for = max_age(keep_changes_for, "keep_changes_for")
         documents_cache_control(documents_max_age)  # wrong when the DAG is parsed
@@ -258,7 +264,8 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                            keep_changes_for=self.keep_changes_for,
                            max_deletions=deletion_share(self.max_deletions),
                            url_check=self._url_check(),
-                           documents_max_age=self.documents_max_age)
+                           documents_max_age=self.documents_max_age,
+                           concurrency=self.concurrency, **self._read_policy())
 
     def _conn(self, conn_id: str | None) -> str | None:
         """The AWS connection of one part (source, inventory, publication): its own, else
@@ -283,6 +290,13 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         policy = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id).policy \
             if self.resourcesync_conn_id else CHECK_POLICY
         return UrlCheck(self.check_urls, policy)
+
+    def _read_policy(self) -> dict[str, Any]:
+        """The reads' retries and deadline: the connection's, where one is given."""
+        if not self.resourcesync_conn_id:
+            return {}
+        return {"read_policy": ResourceSyncHook(
+            resourcesync_conn_id=self.resourcesync_conn_id).policy}
 
     def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
         """Log where the run starts: the state saved at ``publish_to``; this task's previous

@@ -42,7 +42,7 @@ from .bucket import Bucket
 
 __all__ = ["DEFAULT_BYTES", "DEFAULT_ENTRIES", "Package", "PackageSize", "Planned",
            "checked_algorithms", "cut", "fits_a_package", "package_entry", "staged_package",
-           "write_packages"]
+           "to_read", "write_packages"]
 
 #: A package's media type.
 _ZIP = "application/zip"
@@ -263,3 +263,8 @@ def package_entry(url: str, written: ObjectInfo, manifest_url: str, md: Metadata
     return Entry(url, md=replace(md, type=_ZIP, length=written.length,
                                          hash=written.hashes or None),
                  links=(Link(rel="contents", href=manifest_url, type=XML),))
+
+
+def to_read(window: Window) -> Iterator[str]:
+    """The keys of the objects ``window``'s package reads, in order."""
+    return (change.key for change in window.changes if change.change is not Change.DELETED)

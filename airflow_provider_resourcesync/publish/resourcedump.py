@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timedelta
 from functools import partial
 
+from ..client.policy import ClientPolicy
 from ..errors import PublishError
 from ..protocol.datetimes import format_datetime
 from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link, Metadata
@@ -37,6 +38,7 @@ from ..writer import CAPABILITY_LIST, XML, SourceWriter, stamp_at
 from .bucket import Bucket
 from .inventory.objects import InventoryObject
 from .packages import PackageSize, fits_a_package, package_entry, staged_package
+from .reads import DEFAULT_CONCURRENCY, READ_POLICY, ReadAhead
 
 __all__ = ["RESOURCE_DUMP", "drop_older_dumps", "dumped_at", "remove_resource_dump",
            "write_resource_dump"]
@@ -75,12 +77,15 @@ def _dump_md(writer: SourceWriter) -> Metadata | None:
 def write_resource_dump(writer: SourceWriter, at: datetime,
                         objects: Iterable[tuple[InventoryObject, str]], left: Iterable[str],
                         bucket: Bucket, size: PackageSize, algorithms: tuple[str, ...],
-                        log: Callable[[str], None], clock: Callable[[], datetime]) -> int:
+                        log: Callable[[str], None], clock: Callable[[], datetime], *,
+                        concurrency: int = DEFAULT_CONCURRENCY,
+                        policy: ClientPolicy = READ_POLICY) -> int:
     """The Resource Dump of the objects ``writer`` holds as of ``at`` (its Resource List's),
     read from ``bucket`` as ``objects`` (the inventory of the snapshot, in key order, each
-    object with its URI) lists them, but for the ``left`` keys, ``completed`` by ``clock`` once
-    its packages are written; the packages of the dump it replaces are left to
-    :func:`drop_older_dumps`. Returns the number of objects dumped.
+    object with its URI) lists them, but for the ``left`` keys, ``concurrency`` at once as
+    ``policy`` says (:mod:`.reads`), ``completed`` by ``clock`` once its packages are written;
+    the packages of the dump it replaces are left to :func:`drop_older_dumps`. Returns the
+    number of objects dumped.
 
     :raises PublishError: an object cannot be read, is larger than a package member may be,
         or the dump would need more than 50,000 packages.
@@ -90,25 +95,29 @@ def write_resource_dump(writer: SourceWriter, at: datetime,
     folder = writer.key(_PACKAGES) + stamp_at(at)
     listed: list[Entry] = []
     dumped = 0
-    groups = _groups(_held(writer, objects, frozenset(left), log), size)
-    for number, group in enumerate(groups, start=1):
-        if number > MAX_ENTRIES:
-            raise PublishError(f"the Resource Dump of {writer.url(writer.key(RESOURCE_DUMP))} "
-                               f"would list more than {MAX_ENTRIES:,} packages (section 7): "
-                               "raise package_entries or package_bytes")
-        zip_key, copy_key = f"{folder}-{number:05d}.zip", f"{folder}-{number:05d}-manifest.xml"
-        head = Head(md=Metadata(capability="resourcedump-manifest", at=at),
-                    links=(Link(rel="up", href=capability_list),))
-        package, written = staged_package(
-            destination, zip_key, writer.url(zip_key), head, algorithms,
-            partial(_fill, group=group, bucket=bucket, log=log))
-        destination.write_bytes(copy_key, package.manifest_bytes, XML,
-                                cache_control=writer.cache_control(copy_key))
-        dumped += len(package.manifest.entries)
-        listed.append(package_entry(writer.url(zip_key), written, writer.url(copy_key),
-                                    Metadata(at=at)))
-        log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
-            f"{byte_size(written.length)}, {writer.url(zip_key)}")
+    with ReadAhead(bucket, concurrency, policy=policy, log=log, total=len(writer)) as reading:
+        groups = reading.groups(_groups(_held(writer, objects, frozenset(left), log), size),
+                                _to_read)
+        for number, group in enumerate(groups, start=1):
+            if number > MAX_ENTRIES:
+                raise PublishError(f"the Resource Dump of "
+                                   f"{writer.url(writer.key(RESOURCE_DUMP))} would list more "
+                                   f"than {MAX_ENTRIES:,} packages (section 7): raise "
+                                   "package_entries or package_bytes")
+            zip_key = f"{folder}-{number:05d}.zip"
+            copy_key = f"{folder}-{number:05d}-manifest.xml"
+            head = Head(md=Metadata(capability="resourcedump-manifest", at=at),
+                        links=(Link(rel="up", href=capability_list),))
+            package, written = staged_package(
+                destination, zip_key, writer.url(zip_key), head, algorithms,
+                partial(_fill, group=group, bucket=reading, log=log))
+            destination.write_bytes(copy_key, package.manifest_bytes, XML,
+                                    cache_control=writer.cache_control(copy_key))
+            dumped += len(package.manifest.entries)
+            listed.append(package_entry(writer.url(zip_key), written, writer.url(copy_key),
+                                        Metadata(at=at)))
+            log(f"Resource Dump package {number}: {len(package.manifest.entries):,} objects, "
+                f"{byte_size(written.length)}, {writer.url(zip_key)}")
     key = writer.key(RESOURCE_DUMP)
     destination.write_bytes(key, document_bytes(Document(
         Head(md=Metadata(capability="resourcedump", at=at, completed=max(clock(), at)),
@@ -180,6 +189,11 @@ def _held(writer: SourceWriter, objects: Iterable[tuple[InventoryObject, str]],
             log(f"{uri} is left for the next run: left out of the Resource Dump")
             continue
         yield item, uri
+
+
+def _to_read(group: list[tuple[InventoryObject, str]]) -> list[str]:
+    """The keys of ``group``'s objects, in order."""
+    return [item.key for item, _ in group]
 
 
 def _groups(held: Iterable[tuple[InventoryObject, str]], size: PackageSize

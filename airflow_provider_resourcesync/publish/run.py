@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ..client.policy import ClientPolicy
 from ..errors import ConfigurationError, DocumentError, InventoryError, PublishError
 from ..protocol.datetimes import format_datetime, parse_datetime
 from ..protocol.hashes import Hashes
@@ -55,10 +56,11 @@ from .diff import Change as Diffed
 from .diff import changes
 from .guards import MAX_DELETIONS, Deletions, check_not_ahead, check_not_frozen
 from .inventory.objects import InventoryObject
-from .packages import PackageSize, Planned, checked_algorithms, cut, write_packages
+from .packages import PackageSize, Planned, checked_algorithms, cut, to_read, write_packages
 from .plan import DatedApart, Plan, read_plan, write_plan
 from .preview import Preview
 from .published import keeping, read_published, rebuilt
+from .reads import DEFAULT_CONCURRENCY, READ_POLICY, ReadAhead, checked_concurrency
 from .resourcedump import (
     RESOURCE_DUMP,
     drop_older_dumps,
@@ -106,6 +108,10 @@ class Publication:
     :param documents_max_age: how long a cache may keep a document that runs rewrite (its
         ``Cache-Control`` on S3; docs/publishing.md, "Caches"), and so how long the packages
         of a Resource Dump outlive the ``resourcedump.xml`` that replaced it.
+    :param concurrency: objects read at once (:mod:`.reads`); 1: one after another.
+    :param read_policy: the reads' retries, deadline (``request_timeout``, of an object read
+        whole) and the run's ``retry_budget``, as the sync engine's requests follow them.
+    :raises InvalidValueError: ``concurrency`` is not 1 to 256.
     :raises ConfigurationError: no ``publish_url`` for a destination that is not a local
         folder, an unknown hash algorithm, or a ``documents_max_age`` that is not a
         non-negative ``timedelta``.
@@ -123,10 +129,13 @@ class Publication:
     max_deletions: float = MAX_DELETIONS
     url_check: UrlCheck | None = None
     documents_max_age: timedelta = DOCUMENTS_MAX_AGE
+    concurrency: int = DEFAULT_CONCURRENCY
+    read_policy: ClientPolicy = READ_POLICY
 
     def __post_init__(self) -> None:
         checked_algorithms(self.algorithms)
         documents_cache_control(self.documents_max_age)
+        checked_concurrency(self.concurrency)
         if self.publish_url is None and not isinstance(self.destination, LocalDestination):
             raise ConfigurationError(
                 f"publish_url: none given for {self.destination.url} ; it is not a local "
@@ -273,7 +282,7 @@ def _published(publication: Publication, inventory: Iterable[InventoryObject],
             f"{format_datetime(saved.time) if saved else 'the start'}; plan kept at {plan_key}")
         # the plan kept is for a run made again: this one reads its changes where they are
         return _carry_out(publication, plan_key, plan, iter(ordered), bucket, log,
-                          clock).result
+                          clock, reads=count - deletions.deleted).result
 
 
 def _guarded(publication: Publication, deletions: Deletions, inventory_time: datetime,
@@ -310,10 +319,11 @@ def _finish_killed(publication: Publication, bucket: Bucket, log: Callable[[str]
 
 
 def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Iterator[Planned],
-               bucket: Bucket, log: Callable[[str], None], clock: Callable[[], datetime]
-               ) -> _Done:
+               bucket: Bucket, log: Callable[[str], None], clock: Callable[[], datetime],
+               reads: int | None = None) -> _Done:
     """Publish ``plan``'s changes (``planned``, in order); then delete the plan kept at
-    ``plan_key`` and the older objects records."""
+    ``plan_key`` and the older objects records. ``reads``: the objects the plan reads, where
+    known (for progress lines)."""
     destination = publication.destination
     with SourceWriter.load(destination, location=publication.location,
                            public_base_url=publication.publish_url,
@@ -327,7 +337,7 @@ def _carry_out(publication: Publication, plan_key: str, plan: Plan, planned: Ite
                 writer.put(_described(change, bucket), when=change.when)
                 tally.count(Change.CREATED, change.size)
         else:
-            _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log)
+            _packaged(publication, writer, plan.start, plan, planned, bucket, tally, log, reads)
         dumps = _change_dumps(writer)
         if not dumps.index_exists():  # listing no Change Dump yet: a follower finds nothing new
             dumps.write_index([], start=plan.end if plan.start is None  # the snapshot's at
@@ -381,11 +391,12 @@ class _Tally:
 
 def _packaged(publication: Publication, writer: SourceWriter, since: datetime, plan: Plan,
               planned: Iterable[Planned], bucket: Bucket, tally: _Tally,
-              log: Callable[[str], None]) -> None:
+              log: Callable[[str], None], reads: int | None) -> None:
     """The plan's changes in packages, recorded by the writer, and the run's Change Dump
     listing the packages in the Change Dump Index, from where the last Change Dump ended (runs
     that found nothing wrote none: see :meth:`.SourceWriter.series_start`), not from ``since``,
-    the last run's window."""
+    the last run's window. The objects are read ahead (:mod:`.reads`): ``reads`` of them,
+    where known."""
     dumps = _change_dumps(writer)
     key = dumps.list_key(plan.end)
     earlier = [entry for entry in dumps.listed()  # not this run's, if it was killed and listed
@@ -393,20 +404,23 @@ def _packaged(publication: Publication, writer: SourceWriter, since: datetime, p
     start = writer.series_start(earlier, dumps) or since
     listed: list[Entry] = []
     capability_list = writer.url(writer.key(CAPABILITY_LIST))
-    for package in write_packages(cut(planned, publication.size, start, plan.end), bucket,
-                                  publication.destination, writer.key(_PACKAGES), writer.url,
-                                  capability_list, publication.algorithms):
-        _record(writer, package.changes, package.manifest)
-        length = package.entry.md.length or 0 if package.entry.md else 0
-        tally.left += [change.key for change in package.left]
-        tally.read.update(package.read)
-        for entry in package.manifest:
-            tally.count(entry.change, entry.md.length or 0 if entry.md else 0)
-        tally.packages += 1
-        tally.bytes += length
-        listed.append(package.entry)
-        log(f"package {tally.packages}: {len(package.manifest):,} changes, {byte_size(length)}, "
-            f"{package.entry.loc}")
+    with ReadAhead(bucket, publication.concurrency, policy=publication.read_policy, log=log,
+                   total=reads) as reading:
+        for package in write_packages(
+                reading.groups(cut(planned, publication.size, start, plan.end), to_read),
+                reading, publication.destination, writer.key(_PACKAGES), writer.url,
+                capability_list, publication.algorithms):
+            _record(writer, package.changes, package.manifest)
+            length = package.entry.md.length or 0 if package.entry.md else 0
+            tally.left += [change.key for change in package.left]
+            tally.read.update(package.read)
+            for entry in package.manifest:
+                tally.count(entry.change, entry.md.length or 0 if entry.md else 0)
+            tally.packages += 1
+            tally.bytes += length
+            listed.append(package.entry)
+            log(f"package {tally.packages}: {len(package.manifest):,} changes, "
+                f"{byte_size(length)}, {package.entry.loc}")
     if listed:
         dumps.write_index([*earlier, *dumps.write(key, start, plan.end, listed)])
 
@@ -444,7 +458,9 @@ def _resource_dump(publication: Publication, writer: SourceWriter, plan: Plan, l
         objects = ((item, _uri(resources, item.key))
                    for item in read_published(publication.destination, plan.objects))
         count = write_resource_dump(writer, at, objects, left, bucket, publication.size,
-                                    publication.algorithms, log, clock)
+                                    publication.algorithms, log, clock,
+                                    concurrency=publication.concurrency,
+                                    policy=publication.read_policy)
         log(f"Resource Dump of {count:,} objects as of {format_datetime(at)} written")
     elif before is None:
         log("no Resource Dump yet: one is written with the next Resource List (the first run, "

@@ -19,7 +19,7 @@ from ..errors import (
     UnsafeContentError,
     UnstorableKeyError,
 )
-from ..units import byte_size, counted
+from ..units import PROGRESS_SECONDS, counted, pace
 from .log import Log
 
 __all__ = ["STOP_AFTER", "Outcome", "Tally", "fix_for"]
@@ -33,8 +33,6 @@ SHOWN = 10
 STOP_AFTER = 20
 #: Resources between two progress lines in the log.
 PROGRESS_EVERY = 1000
-#: The longest silence between two progress lines, in seconds, however slowly resources come.
-PROGRESS_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +100,12 @@ class Tally:
         now = self.clock()
         if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
             self._told = now
-            self.log.info("Progress: %s: %s", self._pace(now), counted(self.stats))
+            total, exact = (self.total, True) if self.total or self.expect is None \
+                else self.expect()
+            self.log.info("Progress: %s: %s", pace(self.done, total, self.stats["bytes"],
+                                                    now - self.started, "resources",
+                                                    about=not exact),
+                          counted(self.stats))
 
     def _watch_host(self, outcome: Outcome) -> None:
         """Stop the run once :data:`STOP_AFTER` resources of one host failed in a row with no
@@ -126,20 +129,6 @@ class Tally:
             except StopIteration:
                 return
             yield item
-
-    def _pace(self, now: float) -> str:
-        """How far the run is: done (of how many), in how long, at what rates (resources and
-        bytes), and what is left."""
-        elapsed = max(now - self.started, 1e-6)
-        rate = self.done / elapsed
-        total, exact = (self.total, True) if self.total or self.expect is None \
-            else self.expect()
-        done = f"{self.done} of {'' if exact else 'about '}{total}" if total else str(self.done)
-        pace = (f"{done} resources done in {elapsed:.0f} s ({rate:.1f}/s, "
-                f"{byte_size(self.stats['bytes'] / elapsed)}/s")
-        if total and total > self.done:
-            pace += f", about {(total - self.done) / rate:.0f} s left"
-        return pace + ")"
 
     def fail(self, what: str, reason: str, *, rerun_helps: bool = True,
              fix: str | None = None) -> None:
