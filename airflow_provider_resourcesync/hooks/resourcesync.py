@@ -176,8 +176,8 @@ def _verdict(found: Discovery, base_url: str) -> tuple[bool, str]:
     if listing is None:
         return False, (f"{_summary(found)}: the Capability List {chosen.url} offers no Resource "
                        f"List or Resource Dump to baseline from (spec 9){told}")
-    message = (f"{_summary(found)}; a baseline would read {listing} (from the Capability List "
-               f"{chosen.url}){told}")
+    message = (f"{_summary(found)}; a baseline would read {listing} , from the Capability "
+               f"List {chosen.url}{told}")
     path = urlsplit(base_url).path.rstrip("/") + "/"
     if not urlsplit(chosen.url).path.startswith(path):
         message += (f". Warning: that Capability List is not under the connection's path "
