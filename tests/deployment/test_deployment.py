@@ -58,7 +58,8 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
         INCREMENTAL, first, "sync")
 
-    # a second run, triggered through the API, starts from the first run's XCom
+    # a second run, triggered through the API, starts where the first run's save left the
+    # mirror (its checkpoint, also the first run's XCom)
     second = deployment.trigger(INCREMENTAL)
     second_checkpoint = _woken_by_change(deployment, second, source,
                                          lambda: source.delete("item-02.txt"))
@@ -67,7 +68,7 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     assert second_position["list_url"] == first_position["list_url"]
     assert second_position["consumed"] == first_position["consumed"] + 1
     assert not (mirror / keys.key(source.uri("item-02.txt"))).exists()
-    assert "Starting from this task's previous XCom" in deployment.task_log(
+    assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
         INCREMENTAL, second, "sync")
 
     # an Asset event per run that wrote the mirror, saying what the run did
