@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,8 @@ from airflow_provider_resourcesync.publish.reads import WHOLE, ReadAhead, checke
 from airflow_provider_resourcesync.storage.local import LocalDestination
 from airflow_provider_resourcesync.testing.delay import DelayingProxy
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
-END = START + timedelta(days=1)
-SERVED = "https://cdn.example.org/"
-CAPABILITY_LIST = "https://example.org/rs/capabilitylist.xml"
+from .test_packages import CAPABILITY_LIST, END, SERVED, START
+
 FAST = ClientPolicy(backoff=0.01, max_tries=3)
 _runs = itertools.count()
 
