@@ -18,6 +18,7 @@ import stat
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache, partial
 from operator import attrgetter
@@ -483,6 +484,16 @@ class PackageWriter(FinishedOnSuccess):
         if self._manifest_bytes is None:
             raise DocumentError("the package is not closed yet: its manifest is not written")
         return self._manifest_bytes
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        """On an error the package is left without ``manifest.xml``, so no reader takes it for a
+        dump package (11.2); its ZIP is ended now, while the stream is open, not when the
+        garbage collector finds it (writing to a stream closed by then)."""
+        if exc_type is not None and not self._closed:
+            self._closed = True
+            with suppress(ValueError, OSError):
+                self._zip.close()
+        super().__exit__(exc_type, *exc_info)
 
     def close(self) -> None:
         """Write ``manifest.xml`` and finish the ZIP; the stream stays open."""
