@@ -49,13 +49,16 @@ def test_this_process_s_own_work_counts_as_spare() -> None:
     every core busy, what is spare is this process's own share of them."""
     with every_core_busy():
         since = CpuSample.take()
-        end = since.at + 4 * MIN_SPAN
-        while time.monotonic() < end:  # this process busy too, beside the burners
+        # this process busy too, beside the burners, until it has done 0.2 s of work (however
+        # little of the cores the machine's other work leaves it: a bound, not an assertion)
+        bound = since.at + 60
+        while (time.monotonic() < since.at + 4 * MIN_SPAN or time.process_time() - since.own
+               < 0.2) and time.monotonic() < bound:
             pass
         spare = since.spare_cores()
         now = CpuSample.take()
     share = (now.own - since.own) / (now.at - since.at)
-    assert spare is not None and share > 0.1  # nothing idle: the spare is what it did
+    assert spare is not None and now.own - since.own >= 0.2  # nothing idle: what it did
     assert spare >= 0.8 * share
 
 
