@@ -135,6 +135,7 @@ class SourceServer:
         self._max_lifetime = max_lifetime
         self._lock = threading.Lock()
         self._stopped = threading.Event()
+        self._closed = threading.Event()
         self._contents: dict[str, Content] = {}
         self._gone: dict[str, int] = {}
         self._faults: dict[str, deque[_Fault]] = {}
@@ -176,6 +177,7 @@ class SourceServer:
             self._thread.join(timeout)
         self._httpd.server_close()
         self.hang_up()
+        self._closed.set()
 
     def hang_up(self) -> None:
         """Close every open connection (clients must open new ones)."""
@@ -186,7 +188,8 @@ class SourceServer:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and not self._stopped.is_set()
+        """Started and not yet closed: false only once the port refuses connections."""
+        return self._thread is not None and not self._closed.is_set()
 
     def __enter__(self) -> SourceServer:
         return self.start()

@@ -276,6 +276,24 @@ def test_the_server_stops_by_itself() -> None:
     server.stop()  # idempotent
 
 
+def test_running_holds_until_the_port_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop that is slow to close the listening socket (a loaded machine) is not "stopped" yet."""
+    server = SourceServer(max_lifetime=0.2).start()
+    server.put("/x", b"x")
+    shutdown = server._httpd.shutdown
+
+    def slow_shutdown() -> None:
+        time.sleep(0.3)
+        shutdown()
+
+    monkeypatch.setattr(server._httpd, "shutdown", slow_shutdown)
+    deadline = time.monotonic() + 5
+    while server.running and time.monotonic() < deadline:
+        time.sleep(0.005)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(server.url("/x"))
+
+
 def test_stop_closes_kept_alive_connections(client: httpx.Client) -> None:
     server = SourceServer().start()
     server.put("/x", b"x")
