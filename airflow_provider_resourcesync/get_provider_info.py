@@ -126,14 +126,16 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-class-name": f"{_HOOK_MODULE}.ResourceSyncHook",
                 "hook-name": "ResourceSync",
                 "ui-field-behaviour": {
-                    "hidden-fields": ["schema", "port"],
+                    "hidden-fields": ["schema"],
                     "relabeling": {
                         "host": "Base URL",
+                        "port": "Port (the base URL's)",
                         "login": "User name (basic auth)",
                         "password": "Password (basic auth)",
                     },
                     "placeholders": {
                         "host": "https://example.org/dataset1/",
+                        "port": "443 for https, 80 for http: the Test button needs it",
                         "login": "optional",
                         "password": "optional",
                         "token": "optional; instead of basic auth",

@@ -65,7 +65,7 @@ def test_the_connection_form_is_read_from_the_provider_info() -> None:
     assert set(widgets) == EXTRA_FIELDS
     assert {name for name, info in widgets.items() if info.is_sensitive} == {"token"}
     behaviour = manager.field_behaviours["resourcesync"]
-    assert behaviour["hidden_fields"] == ["schema", "port"]
+    assert behaviour["hidden_fields"] == ["schema"]  # the port: see test_deployment
     assert behaviour["relabeling"]["host"] == "Base URL"
     assert "extra__resourcesync__allowed_hosts" in behaviour["placeholders"]
 

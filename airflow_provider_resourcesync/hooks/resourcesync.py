@@ -32,6 +32,7 @@ EXTRA_FIELDS = frozenset({
 WATCH_MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class ConnectionLike(Protocol):
@@ -53,6 +54,8 @@ class ResourceSyncHook(BaseHook):
     The connection's **host** is the Source's base URL: a full URL such as
     ``https://example.org/dataset1/`` (what the connection form asks for), or a bare host name
     with **schema** as the URL scheme (``http`` or ``https``, default ``https``) and **port**.
+    With a full URL, **port** may repeat the URL's own (443 for the example): Airflow 3.3's
+    Test button in the connection list needs a port stored.
     **login**/**password** are basic auth; the extra fields are listed in :data:`EXTRA_FIELDS`.
     Credentials and extra headers are sent to the base URL's origin only.
 
@@ -208,16 +211,28 @@ def base_url_from_connection(connection: ConnectionLike) -> str:
         raise ConfigurationError(
             f"schema {connection.schema!r}: with a bare host name, schema is the "
             "URL scheme (http or https); or write the full URL in host")
-    if connection.port:
-        parts = urlsplit(url)
-        if _port(parts) is not None:
-            raise ConfigurationError(f"port {connection.port}: host already names a port; "
-                             "leave port empty")
-        url = urlunsplit(parts._replace(netloc=f"{parts.netloc}:{connection.port}"))
+    if connection.port:  # None or 0: no port
+        url = _on_port(url, connection.port)
     try:
         return check_base_url(url)
     except ValueError as error:
         raise ConfigurationError(f"host: {error}") from None
+
+
+def _on_port(url: str, port: int) -> str:
+    """``url`` on ``port``: unchanged where ``port`` is already its port, named or its scheme's
+    default (a port stored for the Test button of Airflow 3.3's connection list, issue 29).
+
+    :raises ConfigurationError: the URL names another port.
+    """
+    parts = urlsplit(url)
+    named = _port(parts)
+    if port == (named or _DEFAULT_PORTS.get(parts.scheme.lower())):
+        return url
+    if named is not None:
+        raise ConfigurationError(f"port {port}: host names port {named}; leave port empty or "
+                                 "give the same")
+    return urlunsplit(parts._replace(netloc=f"{parts.netloc}:{port}"))
 
 
 def _port(parts: SplitResult) -> int | None:

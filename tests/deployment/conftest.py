@@ -43,6 +43,7 @@ def deployment(tmp_path: Path, mirror: Path) -> Iterator[Deployment]:
         "RESOURCESYNC_POKE_INTERVAL": "1",
         "RESOURCESYNC_POLL_INTERVAL": "1",
         "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
+        "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",
     })
     try:
         running.migrate()

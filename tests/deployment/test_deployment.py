@@ -32,6 +32,7 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     deployment.api("POST", "/connections", json={
         "connection_id": "resourcesync_default", "conn_type": "resourcesync",
         "host": source.server.url("/"), "extra": json.dumps({"allow_private": True})})
+    _test_button_passes(deployment, source)
     keys = KeyMapper()
 
     # the baseline, then the audit
@@ -87,6 +88,24 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     assert on_change["stats"]["changes"] == 1
     assert on_change["position"]["consumed"] == second_position["consumed"] + 1
     assert (mirror / keys.key(source.uri("item-03.txt"))).read_bytes() == b"item 3, revised\n"
+
+
+def _test_button_passes(deployment: Deployment, source: ResourceSyncSource) -> None:
+    """Issue 29: the Test button of Airflow 3.3's connection list posts the connection as listed,
+    blanks as "" and the port as a number, 0 where none is stored; Airflow answers that with
+    Bad Request unless it is the stored port. A connection saved from the form with the base
+    URL's port passes the button's exact request."""
+    url = source.server.url("/")
+    deployment.api("POST", "/connections", json={
+        "connection_id": "resourcesync_form", "conn_type": "resourcesync", "host": url,
+        "port": urlsplit(url).port, "extra": json.dumps({"allow_private": True})})
+    listed = deployment.api("GET", "/connections/resourcesync_form")
+    pressed = {name: listed[name] or "" for name in (
+        "conn_type", "connection_id", "description", "host", "login", "password", "schema")}
+    tested = deployment.api("POST", "/connections/test", json=pressed | {
+        "extra": listed["extra"] or "{}", "port": listed["port"] or 0})
+    assert tested["status"] is True, tested["message"]
+    assert f"a baseline would read {source.resource_list_url}" in tested["message"]
 
 
 def _only_run(runs: list[dict[str, Any]]) -> str | None:

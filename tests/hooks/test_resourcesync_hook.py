@@ -126,7 +126,7 @@ def test_form_values_as_strings_are_read(monkeypatch: pytest.MonkeyPatch) -> Non
     ({"host": "https://user:pw@example.org/"}, "host"),
     ({"host": "example.org", "schema": "dataset1"}, "schema"),
     ({"host": "https://example.org/", "schema": "http"}, "schema"),
-    ({"host": "https://example.org:8443/", "port": 9443}, "port"),
+    ({"host": "https://example.org:8443/", "port": 9443}, "port 9443: host names port 8443"),
     ({"host": "https://example.org/", "login": "u", "extra": {"token": "t"}}, "login and token"),
     ({"host": "https://example.org/", "password": "pw"}, "password"),
     ({"host": "https://example.org/", "extra": {"max_tries": "many"}}, "max_tries"),
@@ -152,6 +152,23 @@ def test_a_wrong_field_is_named(fields: dict[str, Any], named: str) -> None:
     with pytest.raises(ValueError, match=named) as raised:
         policy_from_connection(connection)
     assert "pw" not in str(raised.value)  # a password in a URL is never repeated
+
+
+@pytest.mark.parametrize(("fields", "base_url"), [
+    ({"host": "https://example.org/dataset1/", "port": 0}, "https://example.org/dataset1/"),
+    ({"host": "https://example.org/dataset1/", "port": 443}, "https://example.org/dataset1/"),
+    ({"host": "http://example.org/", "port": 80}, "http://example.org/"),
+    ({"host": "http://127.0.0.1:8080/data/", "port": 8080}, "http://127.0.0.1:8080/data/"),
+    ({"host": "https://example.org/data/", "port": 8443}, "https://example.org:8443/data/"),
+    ({"host": "example.org", "schema": "http", "port": 0}, "http://example.org"),
+])
+def test_a_port_the_url_already_has_changes_nothing(fields: dict[str, Any], base_url: str
+                                                    ) -> None:
+    """Issue 29: Airflow 3.3's Test button sends the stored port, 0 for none, and is refused
+    unless it matches; so a port the base URL already has, or 0, leaves the URL (and the origin
+    its credentials go to) as written."""
+    connection = Connection(conn_id="ported", conn_type="resourcesync", **fields)
+    assert policy_from_connection(connection)[0] == base_url
 
 
 # -- the client and discovery ------------------------------------------------------------------
