@@ -12,18 +12,19 @@ with ``until`` is never updated again (7, 12.1), as the index says (12.2) or, wh
 leaves it out, as the list's own head said when last read (a list the index names closed keeps
 the mark it had when read open, if it was: the index's own mark shows the closing). A document
 answered 304 keeps its mark without being read again: an unchanged Change List costs one
-request.
+request. A poll reads in a thread of its own, which stops at the next entry once the watch is
+cancelled.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..client.async_client import AsyncResourceSyncClient
 from ..client.navigate import child_ref, is_index_of, nested_index
+from ..client.watch import READER_THREAD, Stop, in_thread
 from ..protocol.model import Capability
 from ..protocol.position import ChangeListRef
 from ..protocol.reader import DocumentReader
@@ -43,12 +44,14 @@ class Mark:
 
 
 def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool,
-            known: frozenset[str] = frozenset()) -> Mark:
+            known: frozenset[str] = frozenset(), stop: Stop | None = None) -> Mark:
     """The mark of the Change List or Change List Index at ``url`` read from ``copy``.
 
     :param part: the document is a list named by an index, so not an index itself (7).
     :param known: the lists whose marks the last poll kept: kept in the index's mark even when
         it names them closed now.
+    :param stop: checked at each entry.
+    :raises asyncio.CancelledError: ``stop`` was asked.
     :raises DocumentError: it is neither a Change List nor its index, or an index where
         ``part`` says a list.
     """
@@ -59,6 +62,8 @@ def mark_of(copy: Path | bytes, *, url: str, max_bytes: int, part: bool,
         digest.update(repr(head.md).encode())
         is_index: bool | None = None
         for entry in reader:
+            if stop is not None:
+                stop.check()
             if is_index is None:
                 is_index = is_index_of(url, head, entry, Capability.CHANGE_LIST)
                 if is_index and part:
@@ -112,9 +117,9 @@ class ChangeListMarks:
         known = before.get(url)
         if fetched.not_modified and known is not None:
             return known
-        return await asyncio.to_thread(mark_of, fetched.path, url=fetched.url,
-                                       max_bytes=client.policy.max_document_bytes, part=part,
-                                       known=frozenset(before))
+        return await in_thread(lambda stop: mark_of(
+            fetched.path, url=fetched.url, max_bytes=client.policy.max_document_bytes, part=part,
+            known=frozenset(before), stop=stop), f"{READER_THREAD} {url}")
 
 
 def _digest(marks: dict[str, Mark], url: str) -> bytes | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 import tracemalloc
 import urllib.request
 from collections.abc import AsyncIterator, Callable
@@ -13,13 +15,25 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 
+from airflow_provider_resourcesync.client.watch import READER_THREAD
 from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
-from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata, Root
+from airflow_provider_resourcesync.protocol.model import (
+    RS_NS,
+    SITEMAP_NS,
+    Entry,
+    Head,
+    Metadata,
+    Root,
+)
+from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.protocol.writer import DocumentWriter
 from airflow_provider_resourcesync.testing import ResourceSyncSource
+from airflow_provider_resourcesync.triggers.changelist import ResourceSyncChangeListTrigger
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 from airflow_provider_resourcesync.triggers.marks import mark_of
 
@@ -186,6 +200,56 @@ def test_the_trigger_serializes_to_its_arguments_only() -> None:
     assert BaseEventTrigger.hash(*rebuilt.serialize()) == BaseEventTrigger.hash(classpath, kwargs)
     with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
         ResourceSyncChangeEventTrigger(poll_interval=0)
+
+
+def long_change_list(count: int) -> bytes:
+    """An open Change List of ``count`` updates: seconds of reading, a few MB a second."""
+    head = (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}" '
+            f'xmlns:rs="{RS_NS}">\n<rs:md capability="changelist" from="2026-01-01T00:00:00Z"/>\n')
+    return (head + "".join(
+        f'<url><loc>https://example.org/res/{n}</loc><rs:md change="updated" '
+        f'datetime="2026-01-01T00:00:00.{n:06d}Z"/></url>\n' for n in range(count))
+        + "</urlset>\n").encode()
+
+
+def readers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith(READER_THREAD)]
+
+
+def connections_to(port: int) -> list[Any]:
+    return [connection for connection in psutil.Process().net_connections(kind="tcp")
+            if connection.raddr and connection.raddr.port == port]
+
+
+@pytest.mark.parametrize("watch", ["event", "changes"])
+def test_a_cancelled_watch_stops_reading_at_once_and_hangs_up(
+        source: ResourceSyncSource, watch: str) -> None:
+    """Issue 29: a trigger cancelled (its DAG paused, its task killed, the triggerer stopping)
+    while it reads a long list read on for a minute in a worker thread; its reading now ends
+    within a second of the cancel, and its connection to the Source is closed."""
+    source.server.put("/long.xml", long_change_list(300_000), "application/xml")
+    url = source.server.url("/long.xml")
+    trigger = (ResourceSyncChangeEventTrigger(change_list_url=url) if watch == "event" else
+               ResourceSyncChangeListTrigger(change_list_url=url, position=ChangePosition()))
+
+    async def scenario() -> float:
+        task = asyncio.create_task(anext(trigger.run()))
+        async with asyncio.timeout(BOUND):
+            while not readers():
+                assert not task.done(), task
+                await asyncio.sleep(0.01)
+        [reader] = readers()
+        await asyncio.sleep(0.3)
+        assert reader.is_alive()  # still reading: the cancel comes mid-list
+        task.cancel()
+        cancelled = time.monotonic()
+        await asyncio.gather(task, return_exceptions=True)
+        reader.join(BOUND)
+        return time.monotonic() - cancelled
+
+    assert asyncio.run(scenario()) < 1.0
+    assert readers() == []
+    assert connections_to(urlsplit(source.server.base_url).port or 0) == []
 
 
 def write_change_list(path: Path, count: int, *, capability: str = "changelist") -> Path:
