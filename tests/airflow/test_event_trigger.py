@@ -185,6 +185,78 @@ def test_a_failed_poll_ends_nothing_and_what_was_seen_before_is_kept(
     asyncio.run(scenario())
 
 
+class StateStore:
+    """Airflow's asset state store as a watcher sees it (``aget``/``aset`` of JSON values), in a
+    dict: the triggerer gives a watcher of one Asset the real one, which the deployment test
+    uses across a restart of the triggerer."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return json.loads(self.values[key]) if key in self.values else default
+
+    async def aset(self, key: str, value: Any) -> None:
+        self.values[key] = json.dumps(value)
+
+
+def restarted(trigger: ResourceSyncChangeEventTrigger, store: StateStore
+              ) -> ResourceSyncChangeEventTrigger:
+    """The trigger built again from its serialized form, as a triggerer does, with ``store``."""
+    again = ResourceSyncChangeEventTrigger(**trigger.serialize()[1])
+    again.asset_state_store = store  # type: ignore[assignment]
+    return again
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_a_change_made_while_the_watch_was_stopped_fires_when_it_starts_again(
+        source: ResourceSyncSource, index: bool) -> None:
+    """Issue 29: what a watch saw was lost with its triggerer, so a change made while none
+    watched woke nothing until the next one. It is kept in the Asset's state store (small: a
+    digest per document) and the watch started again compares its first poll with it."""
+    change(source, "first.txt")
+    if index:
+        source.close_changelist()
+        change(source, "second.txt")
+    watched = source.change_list_url
+    open_list = watched.replace("changelist.xml", "changelist-2.xml") if index else watched
+    store = StateStore()
+    first = restarted(ResourceSyncChangeEventTrigger(poll_interval=0.05), store)
+
+    async def watch(trigger: ResourceSyncChangeEventTrigger, polls: int) -> list[dict[str, Any]]:
+        async with watching(trigger) as running:
+            await running.polls(source, open_list, polls)
+            return running.events
+
+    assert asyncio.run(watch(first, 3)) == []  # the first poll ever only records
+    [(key, kept)] = store.values.items()
+    assert key == first.state_key and len(kept) < 1024
+    change(source, "during.txt")  # while no trigger runs
+    second = restarted(first, store)
+    assert second.state_key == first.state_key
+    assert asyncio.run(watch(second, 1)) == [{"change_list_url": watched,
+                                                "changed": [open_list]}]
+    assert asyncio.run(watch(restarted(first, store), 3)) == []  # seen: kept as seen
+
+
+def test_without_a_store_or_with_marks_of_another_list_the_first_poll_only_records(
+        source: ResourceSyncSource) -> None:
+    change(source, "first.txt")
+    url = source.change_list_url
+    store = StateStore()
+    other = ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05)
+    store.values[other.state_key] = json.dumps({"url": "https://example.org/other.xml",
+                                                "marks": {}})
+    for trigger in (other, restarted(other, store)):
+        async def scenario(trigger: ResourceSyncChangeEventTrigger = trigger) -> None:
+            async with watching(trigger) as watch:
+                await watch.polls(source, url, 3)
+                assert watch.events == []
+
+        asyncio.run(scenario())
+    assert json.loads(store.values[other.state_key])["url"] == url
+
+
 def test_the_trigger_serializes_to_its_arguments_only() -> None:
     from airflow.sdk._shared.module_loading import import_string
     from airflow.triggers.base import BaseEventTrigger
