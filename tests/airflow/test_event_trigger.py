@@ -10,7 +10,7 @@ import threading
 import time
 import tracemalloc
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,8 +20,10 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 
+from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.watch import READER_THREAD
 from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
+from airflow_provider_resourcesync.hooks.resourcesync import WATCH_MAX_DOCUMENT_BYTES
 from airflow_provider_resourcesync.protocol.model import (
     RS_NS,
     SITEMAP_NS,
@@ -322,6 +324,44 @@ def test_a_cancelled_watch_stops_reading_at_once_and_hangs_up(
     assert asyncio.run(scenario()) < 1.0
     assert readers() == []
     assert connections_to(urlsplit(source.server.base_url).port or 0) == []
+
+
+def endless_change_list() -> Iterator[bytes]:
+    """An open Change List whose entries never end, 100 KB a chunk."""
+    yield long_change_list(0).removesuffix(b"</urlset>\n")
+    entries = long_change_list(1_000).partition(b"\n<url>")[2].partition(b"</urlset>")[0]
+    while True:
+        yield b"<url>" + entries
+
+
+@pytest.mark.parametrize("watch", ["event", "changes"])
+def test_an_endless_change_list_costs_a_poll_the_watch_cap_and_fails_it_saying_so(
+        source: ResourceSyncSource, watch: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: a Source answering with a body without end cost each poll of a watch the 1 GiB
+    cap of a sync; a watch, with no ``max_document_bytes`` on its connection, stops at its own
+    lower cap and fails the poll naming it (the event trigger logs it and goes on, the Change
+    List trigger fires an error event)."""
+    source.server.stream("/endless.xml", endless_change_list, "application/xml")
+    url = source.server.url("/endless.xml")
+    cap = f"exceeds the cap of {WATCH_MAX_DOCUMENT_BYTES} bytes"
+    assert ClientPolicy().max_document_bytes > WATCH_MAX_DOCUMENT_BYTES
+
+    async def scenario() -> None:
+        if watch == "changes":
+            trigger = ResourceSyncChangeListTrigger(change_list_url=url,
+                                                    position=ChangePosition())
+            event = await asyncio.wait_for(anext(trigger.run()), BOUND)
+            assert event.payload["status"] == "error" and cap in event.payload["message"]
+            return
+        logged: list[str] = []  # the triggerer's log: the trigger's, on stdout here
+        async with watching(ResourceSyncChangeEventTrigger(change_list_url=url)) as running:
+            await running.until(lambda: logged.append(capsys.readouterr().out) or cap in logged[-1])
+            assert "the poll of " + url + " failed" in logged[-1]
+
+    asyncio.run(scenario())
+    assert source.server.count("/endless.xml") == 1  # not retried
+    sent = source.server.body_bytes_sent("/endless.xml")
+    assert WATCH_MAX_DOCUMENT_BYTES < sent < WATCH_MAX_DOCUMENT_BYTES + 32 * 2**20, sent
 
 
 def write_change_list(path: Path, count: int, *, capability: str = "changelist") -> Path:
