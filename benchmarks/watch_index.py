@@ -82,7 +82,7 @@ def open_list(base: str, count: int) -> bytes:
             + "</urlset>\n").encode()
 
 
-def _status(field: str) -> int:
+def status(field: str) -> int:
     """A ``VmRSS``/``VmHWM`` line of ``/proc/self/status``, in KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(f"{field}:"):
@@ -90,11 +90,12 @@ def _status(field: str) -> int:
     raise LookupError(field)
 
 
-def _reset_peak() -> int:
-    """Start the peak RSS again from the RSS now (``clear_refs`` 5); that RSS, in KiB."""
+def reset_peak() -> int:
+    """Start the peak RSS again from the RSS now (``clear_refs`` 5); that RSS, in KiB: the peak
+    of the imports and of a first poll is not a poll's."""
     gc.collect()
     Path("/proc/self/clear_refs").write_text("5")
-    return _status("VmRSS")
+    return status("VmRSS")
 
 
 def _poll(watch: str, url: str, position: Any) -> Any:
@@ -115,8 +116,8 @@ def _poll(watch: str, url: str, position: Any) -> Any:
     if watch == "sensor":
         with ResourceSyncClient(policy, source_urls=[url]) as client:
             found = drive(client, new_changes(url, position))
-            status = drive(client, change_list_status(url, position))
-            return [found.count, status.list_url]
+            current = drive(client, change_list_status(url, position))
+            return [found.count, current.list_url]
 
     async def polled() -> Any:
         async with AsyncResourceSyncClient(policy, source_urls=[url]) as client:
@@ -139,10 +140,10 @@ def child(small_url: str, url: str, count: int) -> None:
     results = {}
     for watch in WATCHES:
         _poll(watch, small_url, position(SMALL))
-        before = _reset_peak()
+        before = reset_peak()
         started = time.perf_counter()
         found = _poll(watch, url, position(count))
-        results[watch] = {"growth_mb": (_status("VmHWM") - before) / 1024,
+        results[watch] = {"growth_mb": (status("VmHWM") - before) / 1024,
                           "seconds": time.perf_counter() - started, "result": found}
     print(json.dumps(results))
 
