@@ -90,6 +90,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
         marks: ChangeListMarks | None = None
+        unkept = False  # what the last poll saw is not in the store yet
         while True:
             try:
                 async with await hook.get_async_client() as client:
@@ -107,8 +108,8 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                                           " ".join(changed))
                             yield TriggerEvent({"change_list_url": url,
                                                 "changed": changed[:MAX_NAMED]})
-                        if changed is None or changed:  # kept once the event is out: a
-                            await self._keep(marks)  # restart in between fires it again
+                        if changed is None or changed or unkept:  # kept once the event is
+                            unkept = not await self._keep(marks)  # out: a restart fires it again
                         await asyncio.sleep(self.poll_interval)
             except ResourceSyncError as error:
                 self.log.error(
@@ -144,15 +145,19 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                       "its first poll recording what it says")
         return marks
 
-    async def _keep(self, marks: ChangeListMarks) -> None:
-        """Keep what the last poll saw in the Asset's state store, where there is one."""
+    async def _keep(self, marks: ChangeListMarks) -> bool:
+        """Keep what the last poll saw in the Asset's state store, where there is one; False
+        where the store failed."""
         saved = marks.to_json()
         if self._store is None or saved is None:
-            return
+            return True
         try:
             await self._store.aset(self.state_key, saved)
         except Exception as error:  # whatever the store says, the watch goes on
-            self._not_kept(error)
+            self.log.warning("What the watch of %s saw could not be kept in the Asset state "
+                             "store (tried again after the next poll): %s", marks.url, error)
+            return False
+        return True
 
     def _not_kept(self, error: Exception | None) -> None:
         self.log.warning(

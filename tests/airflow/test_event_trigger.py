@@ -241,6 +241,34 @@ def test_a_change_made_while_the_watch_was_stopped_fires_when_it_starts_again(
     assert asyncio.run(watch(restarted(first, store), 3)) == []  # seen: kept as seen
 
 
+class FailingOnce(StateStore):
+    """A store whose first write fails (the database briefly away)."""
+
+    async def aset(self, key: str, value: Any) -> None:
+        if not hasattr(self, "failed"):
+            self.failed = True
+            raise RuntimeError("database is locked")
+        await super().aset(key, value)
+
+
+def test_what_the_store_failed_to_keep_is_kept_at_the_next_poll(
+        source: ResourceSyncSource) -> None:
+    """A write that fails is logged and the watch goes on; the next poll writes it, though it
+    saw no change, so a restart after it compares with what the first poll saw."""
+    url = source.change_list_url
+    store = FailingOnce()
+    trigger = restarted(ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05),
+                        store)
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.until(lambda: bool(store.values))
+            assert watch.events == []
+
+    asyncio.run(scenario())
+    assert store.failed and list(store.values) == [trigger.state_key]
+
+
 def test_without_a_store_or_with_marks_of_another_list_the_first_poll_only_records(
         source: ResourceSyncSource) -> None:
     change(source, "first.txt")
