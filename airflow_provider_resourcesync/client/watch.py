@@ -57,7 +57,7 @@ T = TypeVar("T")
 
 class Stop:
     """Asked of a reading in a worker thread once the task awaiting it is cancelled: the reading
-    :meth:`check` s it at each entry, and ends there."""
+    checks it at each entry (:meth:`check`), and ends there."""
 
     def __init__(self) -> None:
         self._asked = threading.Event()
@@ -116,7 +116,7 @@ class StreamedDocument:
     first: Entry | None
     copy: bytes | Path
     max_bytes: int = DEFAULT_MAX_BYTES
-    stop: Stop = field(default_factory=Stop)
+    stop: Stop = field(default_factory=Stop, compare=False, repr=False)
 
     @classmethod
     def open(cls, copy: bytes | Path, *, url: str, max_bytes: int = DEFAULT_MAX_BYTES,
