@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-writer bench-publish-costs
+.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-watch bench-writer bench-publish-costs
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -40,6 +40,9 @@ bench-wire: uv
 
 bench-memory: uv
 	$(UV) run --frozen python benchmarks/memory.py
+
+bench-watch: uv
+	$(UV) run --frozen python benchmarks/watch_index.py
 
 bench-writer: uv
 	$(UV) run --frozen python benchmarks/writer.py

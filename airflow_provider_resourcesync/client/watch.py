@@ -9,15 +9,20 @@ list) and keeps only what its result says, so a poll of a long open list holds n
 
 :func:`drive` runs a plan with the sync client (sensors), :func:`adrive` with the async client
 (triggers). Both clients keep documents on disk with their validators, so a document that did
-not change costs one request answered 304.
+not change costs one request answered 304. A trigger's plan reads in a thread of its own
+(:func:`in_thread`), which a cancelled trigger stops at the next entry.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable, Generator, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -38,13 +43,67 @@ from .navigate import child_ref, is_index_of, nested_index, own_ref
 from .sinks import FetchedDocument
 from .sync_client import ResourceSyncClient
 
-__all__ = ["MAX_SAMPLES", "ChangeListStatus", "NewChanges", "Plan", "Polled", "Sighting",
-           "StreamedDocument", "adrive", "change_list_status", "drive", "new_changes"]
+__all__ = ["MAX_SAMPLES", "READER_THREAD", "ChangeListStatus", "NewChanges", "Plan", "Polled",
+           "Sighting", "Stop", "StreamedDocument", "adrive", "change_list_status", "drive",
+           "in_thread", "new_changes"]
 
 #: How many changes :class:`NewChanges` names.
 MAX_SAMPLES = 10
+#: The name of the threads :func:`in_thread` reads in, followed by the document's URL.
+READER_THREAD = "resourcesync-watch-reader"
 
 T = TypeVar("T")
+
+
+class Stop:
+    """Asked of a reading in a worker thread once the task awaiting it is cancelled: the reading
+    checks it at each entry (:meth:`check`), and ends there."""
+
+    def __init__(self) -> None:
+        self._asked = threading.Event()
+
+    def ask(self) -> None:
+        self._asked.set()
+
+    def check(self) -> None:
+        """:raises asyncio.CancelledError: the stop was asked."""
+        if self._asked.is_set():
+            raise asyncio.CancelledError("the watch was cancelled")
+
+
+async def in_thread(read: Callable[[Stop], T], name: str) -> T:
+    """``read(stop)`` in a thread of its own named ``name``, the event loop free meanwhile.
+    Cancelled, it asks ``stop``, waits for the thread to end (``read`` checks ``stop`` at each
+    entry: a long document is not read on for a minute after its watch is gone), and is
+    cancelled."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    stop, context = Stop(), contextvars.copy_context()
+
+    def work() -> None:
+        try:
+            outcome: tuple[T | None, BaseException | None] = (context.run(read, stop), None)
+        except BaseException as error:  # handed to the awaiting task, whatever it is
+            outcome = (None, error)
+        with contextlib.suppress(RuntimeError):  # the loop closed: no one awaits it
+            loop.call_soon_threadsafe(_settle, done, *outcome)
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        stop.ask()
+        await asyncio.wait([done])
+        raise
+
+
+def _settle(done: asyncio.Future[T], result: T | None, error: BaseException | None) -> None:
+    if isinstance(error, asyncio.CancelledError):
+        done.cancel()
+    elif error is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(result)  # type: ignore[arg-type]  # None only with an error
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,18 +116,26 @@ class StreamedDocument:
     first: Entry | None
     copy: bytes | Path
     max_bytes: int = DEFAULT_MAX_BYTES
+    stop: Stop = field(default_factory=Stop, compare=False, repr=False)
 
     @classmethod
-    def open(cls, copy: bytes | Path, *, url: str, max_bytes: int = DEFAULT_MAX_BYTES
-             ) -> StreamedDocument:
-        """Read the head and the first entry of the document at ``url`` from ``copy``."""
+    def open(cls, copy: bytes | Path, *, url: str, max_bytes: int = DEFAULT_MAX_BYTES,
+             stop: Stop | None = None) -> StreamedDocument:
+        """Read the head and the first entry of the document at ``url`` from ``copy``; its
+        entries are read until ``stop`` is asked."""
         with DocumentReader(copy, url=url, max_bytes=max_bytes) as reader:
-            return cls(url, reader.head, next(iter(reader), None), copy, max_bytes)
+            return cls(url, reader.head, next(iter(reader), None), copy, max_bytes,
+                       stop or Stop())
 
     def entries(self) -> Iterator[Entry]:
-        """The document's entries, one at a time, read from the copy."""
+        """The document's entries, one at a time, read from the copy.
+
+        :raises asyncio.CancelledError: :attr:`stop` was asked.
+        """
         with DocumentReader(self.copy, url=self.url, max_bytes=self.max_bytes) as reader:
-            yield from reader
+            for entry in reader:
+                self.stop.check()
+                yield entry
 
 
 #: A plan: yields the URLs of the documents it needs, is sent each one streamed, returns a result.
@@ -283,14 +350,15 @@ class _Run(Generic[T]):
         self._plan = plan
         self.result: T
 
-    def step(self, fetched: FetchedDocument | None, max_bytes: int) -> str | None:
-        """Send the plan ``fetched``, streamed (None: start it); the URL it asks for next, or
-        None once it returned."""
+    def step(self, fetched: FetchedDocument | None, max_bytes: int, stop: Stop | None = None
+             ) -> str | None:
+        """Send the plan ``fetched``, streamed (None: start it), read until ``stop`` is asked;
+        the URL it asks for next, or None once it returned."""
         try:
             if fetched is None:
                 return next(self._plan)
             return self._plan.send(StreamedDocument.open(fetched.path, url=fetched.url,
-                                                         max_bytes=max_bytes))
+                                                         max_bytes=max_bytes, stop=stop))
         except StopIteration as stop:
             self.result = stop.value
             return None
@@ -315,13 +383,14 @@ class Polled(Generic[T]):
 
 async def adrive(client: AsyncResourceSyncClient, plan: Plan[T]) -> Polled[T]:
     """Run ``plan``, fetching each document it asks for with ``client``. The plan reads what it
-    is sent in a worker thread, one step at a time, so that a long list does not hold the event
-    loop."""
+    is sent in a worker thread (:func:`in_thread`), one step at a time, so that a long list does
+    not hold the event loop, and stops reading once the task running it is cancelled."""
     run, max_bytes = _Run(plan), client.policy.max_document_bytes
     changed = False
     url = run.step(None, max_bytes)
     while url is not None:
         fetched = await client.fetch_document(url)
         changed = changed or not fetched.not_modified
-        url = await asyncio.to_thread(run.step, fetched, max_bytes)
+        url = await in_thread(partial(run.step, fetched, max_bytes),
+                              f"{READER_THREAD} {fetched.url}")
     return Polled(run.result, changed)

@@ -3,6 +3,8 @@
 :class:`SourceServer` listens on 127.0.0.1 on an ephemeral port and serves registered
 :class:`Content` from a daemon thread. Every response but a 304 carries ``Content-Length``; a 200
 also a strong ``ETag`` and ``Last-Modified``, and ``If-None-Match`` / ``If-Modified-Since`` get 304.
+A body too large to hold, or one without end, is :meth:`SourceServer.stream` ed: made as it is
+sent, in chunks, with no validators.
 Faults (status codes, stalls, answers sent a byte at a time, truncated or corrupt bodies,
 redirects, dropped connections) are queued per path and consumed in order. Every request is
 logged, and the body bytes sent per path counted, so tests count at the server.
@@ -29,7 +31,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.message import Message
@@ -137,6 +139,7 @@ class SourceServer:
         self._stopped = threading.Event()
         self._closed = threading.Event()
         self._contents: dict[str, Content] = {}
+        self._streams: dict[str, tuple[Callable[[], Iterable[bytes]], str]] = {}
         self._gone: dict[str, int] = {}
         self._faults: dict[str, deque[_Fault]] = {}
         self._log: list[RequestRecord] = []
@@ -217,12 +220,24 @@ class SourceServer:
                           last_modified or datetime.now(UTC))
         with self._lock:
             self._contents[path] = content
+            self._streams.pop(path, None)
+            self._gone.pop(path, None)
+
+    def stream(self, path: str, chunks: Callable[[], Iterable[bytes]],
+               content_type: str = "application/octet-stream") -> None:
+        """Serve at ``path`` the body ``chunks()`` makes, sent as it is made
+        (``Transfer-Encoding: chunked``, no validators): a body too large to hold, or without
+        end. Faults but those of the body apply."""
+        with self._lock:
+            self._streams[path] = (chunks, content_type)
+            self._contents.pop(path, None)
             self._gone.pop(path, None)
 
     def remove(self, path: str, status: int = 404) -> None:
         """Stop serving ``path``: later requests get ``status`` (404 or 410)."""
         with self._lock:
             self._contents.pop(path, None)
+            self._streams.pop(path, None)
             self._gone[path] = status
 
     def get_body(self, path: str) -> bytes:
@@ -230,12 +245,16 @@ class SourceServer:
         with self._lock:
             return self._contents[path].body
 
-    def _lookup(self, target: str) -> Content | int:
-        """The content for a request target, else the status to answer with."""
+    def _lookup(self, target: str
+                ) -> Content | tuple[Callable[[], Iterable[bytes]], str] | int:
+        """The content for a request target (a stream's chunks and type), else the status to
+        answer with."""
         with self._lock:
             for key in _keys(target):
                 if key in self._contents:
                     return self._contents[key]
+                if key in self._streams:
+                    return self._streams[key]
                 if key in self._gone:
                     return self._gone[key]
         return HTTPStatus.NOT_FOUND
@@ -470,6 +489,8 @@ class _Handler(BaseHTTPRequestHandler):
         found = source._lookup(self.path)
         if isinstance(found, int):
             self._send_status(found, {})
+        elif isinstance(found, tuple):
+            self._stream(*found)
         elif _not_modified(found, self.headers):
             self._send(HTTPStatus.NOT_MODIFIED, found.response_headers(), None)
         elif fault.kind in _BODY_FAULTS:
@@ -528,6 +549,26 @@ class _Handler(BaseHTTPRequestHandler):
             if of_body:  # counted first: a client that has the byte finds it counted
                 source._sent(self.path, 1)
             self.wfile.write(byte)
+
+    def _stream(self, chunks: Callable[[], Iterable[bytes]], content_type: str) -> None:
+        """A 200 whose body is sent chunk by chunk as ``chunks()`` makes it (see
+        :meth:`SourceServer.stream`)."""
+        source = self.server.source
+        self._log(HTTPStatus.OK)
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        if self.command == "HEAD":
+            return
+        for chunk in chunks():
+            if source._stopped.is_set():
+                self.close_connection = True
+                return
+            if chunk:
+                source._sent(self.path, len(chunk))  # first, as in _drip
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.write(b"0\r\n\r\n")
 
     def _send(self, status: int, headers: Mapping[str, str], body: bytes | None, *,
               length: int | None = None) -> None:

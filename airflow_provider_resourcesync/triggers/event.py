@@ -14,9 +14,12 @@ finds nothing new.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from ..client.navigate import capability_documents, choose_capability
@@ -27,17 +30,26 @@ from ..shell import capability_list_of
 from .changelist import check_intervals
 from .marks import ChangeListMarks
 
-__all__ = ["MAX_NAMED", "ResourceSyncChangeEventTrigger"]
+__all__ = ["MAX_NAMED", "STATE_KEY", "ResourceSyncChangeEventTrigger"]
 
 #: How many changed documents an event names.
 MAX_NAMED = 10
+#: The key under which a watch keeps what it saw in its Asset's state store, followed by a
+#: digest of the trigger's identity.
+STATE_KEY = "resourcesync-change-watch"
 
 
 class ResourceSyncChangeEventTrigger(BaseEventTrigger):
     """Fire each time the Source's Change List, or its index and the lists in it still open,
-    says something else than at the poll before (a new entry, a new list, a list closed). The
-    first poll only records what the documents say; it is kept in memory, so a change made while
-    the triggerer was down wakes nothing until the next one.
+    says something else than at the poll before (a new entry, a new list, a list closed).
+
+    What a poll saw (a digest per document, not the documents) is kept in the state store of the
+    Asset watched (Airflow's asset state store, which the triggerer gives a watcher of one
+    Asset), under :data:`STATE_KEY` and a digest of the trigger's identity. A watch started
+    again (a triggerer restarted, the trigger moved to another triggerer) compares its first
+    poll with it: a change made while no triggerer watched fires then. The first poll ever only
+    records what the documents say. Without a store (the trigger run outside a triggerer, or
+    watching several Assets at once) what it saw is kept in memory only, as is logged.
 
     Its arguments are its whole identity, the same at every parse of the DAG (Airflow matches
     watchers by their serialized triggers): nothing it sees is serialized.
@@ -66,6 +78,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
         self.change_list_url = change_list_url
         self.resourcesync_conn_id = resourcesync_conn_id
         self.poll_interval = float(poll_interval)  # 60 and 60.0: one identity
+        self._store: AssetStateStoreAccessors | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return f"{type(self).__module__}.{type(self).__qualname__}", {
@@ -77,6 +90,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
         marks: ChangeListMarks | None = None
+        unkept = False  # what the last poll saw is not in the store yet
         while True:
             try:
                 async with await hook.get_async_client() as client:
@@ -84,9 +98,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                     if not url:  # not ``or await``: mypy types that as str | None
                         url = await asyncio.to_thread(self._discover)
                     if marks is None or marks.url != url:
-                        marks = ChangeListMarks(url)
-                        self.log.info("Watching the Change List %s every %.2f s", url,
-                                      self.poll_interval)
+                        marks = await self._restore(url)
                     while True:
                         client.budget.restart()  # a watch lasts for ever: each poll has its own
                         changed = await marks.poll(client)
@@ -96,6 +108,8 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                                           " ".join(changed))
                             yield TriggerEvent({"change_list_url": url,
                                                 "changed": changed[:MAX_NAMED]})
+                        if changed is None or changed or unkept:  # kept once the event is
+                            unkept = not await self._keep(marks)  # out: a restart fires it again
                         await asyncio.sleep(self.poll_interval)
             except ResourceSyncError as error:
                 self.log.error(
@@ -105,6 +119,53 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                     self.change_list_url or f"the Change List of {self.resourcesync_conn_id}",
                     error)
             await asyncio.sleep(self.poll_interval)
+
+    @property
+    def state_key(self) -> str:
+        """Where in its Asset's state store the watch keeps what it saw: :data:`STATE_KEY` and a
+        digest of its identity (the same in every process, as ``hash`` is not)."""
+        identity = json.dumps(self.serialize(), sort_keys=True).encode()
+        return f"{STATE_KEY}:{hashlib.sha256(identity).hexdigest()}"
+
+    async def _restore(self, url: str) -> ChangeListMarks:
+        """The marks kept for ``url`` before the watch was started again, else none; the store
+        is used from then on only where it could be read."""
+        marks, self._store = ChangeListMarks(url), self.asset_state_store
+        if self._store is None:
+            self._not_kept(None)
+        else:
+            try:
+                marks = ChangeListMarks.from_json(url, await self._store.aget(self.state_key))
+            except Exception as error:  # whatever the store says, the watch goes on
+                self._store = None
+                self._not_kept(error)
+        self.log.info("Watching the Change List %s every %.2f s, %s", url, self.poll_interval,
+                      "from what the watch saw before it was started again"
+                      if marks.to_json() is not None else
+                      "its first poll recording what it says")
+        return marks
+
+    async def _keep(self, marks: ChangeListMarks) -> bool:
+        """Keep what the last poll saw in the Asset's state store, where there is one; False
+        where the store failed."""
+        saved = marks.to_json()
+        if self._store is None or saved is None:
+            return True
+        try:
+            await self._store.aset(self.state_key, saved)
+        except Exception as error:  # whatever the store says, the watch goes on
+            self.log.warning("What the watch of %s saw could not be kept in the Asset state "
+                             "store (tried again after the next poll): %s", marks.url, error)
+            return False
+        return True
+
+    def _not_kept(self, error: Exception | None) -> None:
+        self.log.warning(
+            "What the watch of %s sees is kept in memory only: a change made while it is not "
+            "running will wake nothing. %s", self.change_list_url or
+            f"the Change List of {self.resourcesync_conn_id}",
+            "No Asset state store (run outside a triggerer?)" if error is None else
+            f"The Asset state store failed: {error}")
 
     def _discover(self) -> str:
         """The Change List the Capability List discovered from the connection points at (9)."""

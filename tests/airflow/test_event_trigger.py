@@ -6,20 +6,36 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 import tracemalloc
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 
+from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.client.watch import READER_THREAD
 from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
-from airflow_provider_resourcesync.protocol.model import Entry, Head, Metadata, Root
+from airflow_provider_resourcesync.hooks.resourcesync import WATCH_MAX_DOCUMENT_BYTES
+from airflow_provider_resourcesync.protocol.model import (
+    RS_NS,
+    SITEMAP_NS,
+    Entry,
+    Head,
+    Metadata,
+    Root,
+)
+from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.protocol.writer import DocumentWriter
 from airflow_provider_resourcesync.testing import ResourceSyncSource
+from airflow_provider_resourcesync.triggers.changelist import ResourceSyncChangeListTrigger
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 from airflow_provider_resourcesync.triggers.marks import mark_of
 
@@ -171,6 +187,111 @@ def test_a_failed_poll_ends_nothing_and_what_was_seen_before_is_kept(
     asyncio.run(scenario())
 
 
+class StateStore:
+    """Airflow's asset state store as a watcher sees it (``aget``/``aset`` of JSON values), in a
+    dict: the triggerer gives a watcher of one Asset the real one, which the deployment test
+    uses across a restart of the triggerer."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return json.loads(self.values[key]) if key in self.values else default
+
+    async def aset(self, key: str, value: Any) -> None:
+        self.values[key] = json.dumps(value)
+
+
+def restarted(trigger: ResourceSyncChangeEventTrigger, store: StateStore
+              ) -> ResourceSyncChangeEventTrigger:
+    """The trigger built again from its serialized form, as a triggerer does, with ``store``."""
+    again = ResourceSyncChangeEventTrigger(**trigger.serialize()[1])
+    again.asset_state_store = store  # type: ignore[assignment]
+    return again
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_a_change_made_while_the_watch_was_stopped_fires_when_it_starts_again(
+        source: ResourceSyncSource, index: bool) -> None:
+    """Issue 29: what a watch saw was lost with its triggerer, so a change made while none
+    watched woke nothing until the next one. It is kept in the Asset's state store (small: a
+    digest per document) and the watch started again compares its first poll with it."""
+    change(source, "first.txt")
+    if index:
+        source.close_changelist()
+        change(source, "second.txt")
+    watched = source.change_list_url
+    open_list = watched.replace("changelist.xml", "changelist-2.xml") if index else watched
+    store = StateStore()
+    first = restarted(ResourceSyncChangeEventTrigger(poll_interval=0.05), store)
+
+    async def watch(trigger: ResourceSyncChangeEventTrigger, polls: int) -> list[dict[str, Any]]:
+        """The events of ``polls`` polls, or (0) the first event: without what the watch saw
+        before, none comes (its first poll only records)."""
+        async with watching(trigger) as running:
+            if polls:  # by the third answer, what the first poll read has been compared
+                await running.polls(source, open_list, polls)
+            else:
+                await running.until(lambda: bool(running.events))
+            return running.events
+
+    assert asyncio.run(watch(first, 3)) == []  # the first poll ever only records
+    [(key, kept)] = store.values.items()
+    assert key == first.state_key and len(kept) < 1024
+    change(source, "during.txt")  # while no trigger runs
+    second = restarted(first, store)
+    assert second.state_key == first.state_key
+    assert asyncio.run(watch(second, 0)) == [{"change_list_url": watched,
+                                                "changed": [open_list]}]
+    assert asyncio.run(watch(restarted(first, store), 3)) == []  # seen: kept as seen
+
+
+class FailingOnce(StateStore):
+    """A store whose first write fails (the database briefly away)."""
+
+    async def aset(self, key: str, value: Any) -> None:
+        if not hasattr(self, "failed"):
+            self.failed = True
+            raise RuntimeError("database is locked")
+        await super().aset(key, value)
+
+
+def test_what_the_store_failed_to_keep_is_kept_at_the_next_poll(
+        source: ResourceSyncSource) -> None:
+    """A write that fails is logged and the watch goes on; the next poll writes it, though it
+    saw no change, so a restart after it compares with what the first poll saw."""
+    url = source.change_list_url
+    store = FailingOnce()
+    trigger = restarted(ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05),
+                        store)
+
+    async def scenario() -> None:
+        async with watching(trigger) as watch:
+            await watch.until(lambda: bool(store.values))
+            assert watch.events == []
+
+    asyncio.run(scenario())
+    assert store.failed and list(store.values) == [trigger.state_key]
+
+
+def test_without_a_store_or_with_marks_of_another_list_the_first_poll_only_records(
+        source: ResourceSyncSource) -> None:
+    change(source, "first.txt")
+    url = source.change_list_url
+    store = StateStore()
+    other = ResourceSyncChangeEventTrigger(change_list_url=url, poll_interval=0.05)
+    store.values[other.state_key] = json.dumps({"url": "https://example.org/other.xml",
+                                                "marks": {}})
+    for trigger in (other, restarted(other, store)):
+        async def scenario(trigger: ResourceSyncChangeEventTrigger = trigger) -> None:
+            async with watching(trigger) as watch:
+                await watch.polls(source, url, 3)
+                assert watch.events == []
+
+        asyncio.run(scenario())
+    assert json.loads(store.values[other.state_key])["url"] == url
+
+
 def test_the_trigger_serializes_to_its_arguments_only() -> None:
     from airflow.sdk._shared.module_loading import import_string
     from airflow.triggers.base import BaseEventTrigger
@@ -186,6 +307,94 @@ def test_the_trigger_serializes_to_its_arguments_only() -> None:
     assert BaseEventTrigger.hash(*rebuilt.serialize()) == BaseEventTrigger.hash(classpath, kwargs)
     with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
         ResourceSyncChangeEventTrigger(poll_interval=0)
+
+
+def long_change_list(count: int) -> bytes:
+    """An open Change List of ``count`` updates: seconds of reading, a few MB a second."""
+    head = (f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="{SITEMAP_NS}" '
+            f'xmlns:rs="{RS_NS}">\n<rs:md capability="changelist" from="2026-01-01T00:00:00Z"/>\n')
+    return (head + "".join(
+        f'<url><loc>https://example.org/res/{n}</loc><rs:md change="updated" '
+        f'datetime="2026-01-01T00:00:00.{n:06d}Z"/></url>\n' for n in range(count))
+        + "</urlset>\n").encode()
+
+
+def readers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name.startswith(READER_THREAD)]
+
+
+def connections_to(port: int) -> list[Any]:
+    return [connection for connection in psutil.Process().net_connections(kind="tcp")
+            if connection.raddr and connection.raddr.port == port]
+
+
+@pytest.mark.parametrize("watch", ["event", "changes"])
+def test_a_cancelled_watch_stops_reading_at_once_and_hangs_up(
+        source: ResourceSyncSource, watch: str) -> None:
+    """Issue 29: a trigger cancelled (its DAG paused, its task killed, the triggerer stopping)
+    while it reads a long list read on for a minute in a worker thread; its reading now ends
+    within a second of the cancel, and its connection to the Source is closed."""
+    source.server.put("/long.xml", long_change_list(300_000), "application/xml")
+    url = source.server.url("/long.xml")
+    trigger = (ResourceSyncChangeEventTrigger(change_list_url=url) if watch == "event" else
+               ResourceSyncChangeListTrigger(change_list_url=url, position=ChangePosition()))
+
+    async def scenario() -> float:
+        task = asyncio.create_task(anext(trigger.run()))
+        async with asyncio.timeout(BOUND):
+            while not readers():
+                assert not task.done(), task
+                await asyncio.sleep(0.01)
+        [reader] = readers()
+        await asyncio.sleep(0.3)
+        assert reader.is_alive()  # still reading: the cancel comes mid-list
+        task.cancel()
+        cancelled = time.monotonic()
+        await asyncio.gather(task, return_exceptions=True)
+        reader.join(BOUND)
+        return time.monotonic() - cancelled
+
+    assert asyncio.run(scenario()) < 1.0
+    assert readers() == []
+    assert connections_to(urlsplit(source.server.base_url).port or 0) == []
+
+
+def endless_change_list() -> Iterator[bytes]:
+    """An open Change List whose entries never end, 100 KB a chunk."""
+    yield long_change_list(0).removesuffix(b"</urlset>\n")
+    entries = long_change_list(1_000).partition(b"\n<url>")[2].partition(b"</urlset>")[0]
+    while True:
+        yield b"<url>" + entries
+
+
+@pytest.mark.parametrize("watch", ["event", "changes"])
+def test_an_endless_change_list_costs_a_poll_the_watch_cap_and_fails_it_saying_so(
+        source: ResourceSyncSource, watch: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29: a Source answering with a body without end cost each poll of a watch the 1 GiB
+    cap of a sync; a watch, with no ``max_document_bytes`` on its connection, stops at its own
+    lower cap and fails the poll naming it (the event trigger logs it and goes on, the Change
+    List trigger fires an error event)."""
+    source.server.stream("/endless.xml", endless_change_list, "application/xml")
+    url = source.server.url("/endless.xml")
+    cap = f"exceeds the cap of {WATCH_MAX_DOCUMENT_BYTES} bytes"
+    assert ClientPolicy().max_document_bytes > WATCH_MAX_DOCUMENT_BYTES
+
+    async def scenario() -> None:
+        if watch == "changes":
+            trigger = ResourceSyncChangeListTrigger(change_list_url=url,
+                                                    position=ChangePosition())
+            event = await asyncio.wait_for(anext(trigger.run()), BOUND)
+            assert event.payload["status"] == "error" and cap in event.payload["message"]
+            return
+        logged: list[str] = []  # the triggerer's log: the trigger's, on stdout here
+        async with watching(ResourceSyncChangeEventTrigger(change_list_url=url)) as running:
+            await running.until(lambda: logged.append(capsys.readouterr().out) or cap in logged[-1])
+            assert "the poll of " + url + " failed" in logged[-1]
+
+    asyncio.run(scenario())
+    assert source.server.count("/endless.xml") == 1  # not retried
+    sent = source.server.body_bytes_sent("/endless.xml")
+    assert WATCH_MAX_DOCUMENT_BYTES < sent < WATCH_MAX_DOCUMENT_BYTES + 32 * 2**20, sent
 
 
 def write_change_list(path: Path, count: int, *, capability: str = "changelist") -> Path:

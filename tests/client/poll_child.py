@@ -11,7 +11,6 @@ peak is reset after it (the imports' own peak may be higher than the poll's).
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import sys
 from pathlib import Path
@@ -23,21 +22,8 @@ from airflow_provider_resourcesync.client.watch import drive, new_changes
 from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.triggers.changelist import ResourceSyncChangeListTrigger
 
-
-def status(field: str) -> int:
-    """A ``VmRSS``/``VmHWM`` line of ``/proc/self/status``, in KiB."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise LookupError(field)
-
-
-def reset_peak() -> int:
-    """Start the peak RSS again from the RSS now (``clear_refs`` 5), and return that RSS: the
-    peak of the imports and the first poll is not the poll's."""
-    gc.collect()
-    Path("/proc/self/clear_refs").write_text("5")
-    return status("VmRSS")
+sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))  # the benchmarks' measure
+from watch_index import reset_peak, status
 
 
 def poll(how: str, url: str, position: ChangePosition) -> Any:

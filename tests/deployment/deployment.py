@@ -93,13 +93,30 @@ class Deployment:
     def start(self) -> None:
         """Start every component, each in its own process group."""
         for component in COMPONENTS:
-            arguments = _ARGUMENTS.get(component, ())
-            if component == "api-server":
-                arguments = ("--host", "127.0.0.1", "--port", str(self.port), *arguments)
-            with (self.home / f"{component}.log").open("wb") as out:
-                self.processes[component] = subprocess.Popen(
-                    self._command(component, *arguments), env=self.env, stdout=out,
-                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+            self._start(component, "wb")
+
+    def restart(self, component: str, between: Callable[[], object], timeout: float = 30.0
+                ) -> None:
+        """End ``component``'s process group as :meth:`stop` does, call ``between`` while it is
+        down, and start it again, its output appended to its log."""
+        process = self.processes[component]
+        _signal_group(process, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _exit_status(process) is None:
+            time.sleep(0.2)
+        _signal_group(process, signal.SIGKILL)
+        process.wait(10)
+        between()
+        self._start(component, "ab")
+
+    def _start(self, component: str, mode: str) -> None:
+        arguments = _ARGUMENTS.get(component, ())
+        if component == "api-server":
+            arguments = ("--host", "127.0.0.1", "--port", str(self.port), *arguments)
+        with (self.home / f"{component}.log").open(mode) as out:
+            self.processes[component] = subprocess.Popen(
+                self._command(component, *arguments), env=self.env, stdout=out,
+                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
     def stop(self, timeout: float = 30.0) -> None:
         """End every process group started: SIGTERM, then SIGKILL for what outlives

@@ -6,7 +6,8 @@ REST API as a user drives them, against a loopback Source.
 the triggerer process, which must wake it when the Source changes, and the checkpoint must chain
 from one run to the next through the XCom the deployment stored. Then the event-driven example,
 ``incremental_on_change``, is unpaused: the triggerer runs its Asset watcher, and a change at the
-Source starts a run with no one triggering it.
+Source starts a run with no one triggering it; and again once the triggerer is restarted, for a
+change made while it was down.
 """
 
 from __future__ import annotations
@@ -88,6 +89,19 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     assert on_change["stats"]["changes"] == 1
     assert on_change["position"]["consumed"] == second_position["consumed"] + 1
     assert (mirror / keys.key(source.uri("item-03.txt"))).read_bytes() == b"item 3, revised\n"
+
+    # the watcher keeps what it saw in its Asset's state store: a change made while the
+    # triggerer is down starts a run at the restarted trigger's first poll
+    [before] = deployment.runs(ON_CHANGE)
+    deployment.restart("triggerer", lambda: (
+        source.update("item-04.txt", b"item 4, revised\n"), source.publish()))
+    after_restart = deployment.wait_for(
+        f"a run of {ON_CHANGE} started by a change made while the triggerer was down",
+        lambda: _only_run([run for run in deployment.runs(ON_CHANGE)
+                           if run["dag_run_id"] != before["dag_run_id"]]), timeout=180)
+    deployment.wait_run(ON_CHANGE, after_restart)
+    assert deployment.xcom(ON_CHANGE, after_restart, "sync")["stats"]["changes"] == 1
+    assert (mirror / keys.key(source.uri("item-04.txt"))).read_bytes() == b"item 4, revised\n"
 
 
 def _test_button_passes(deployment: Deployment, source: ResourceSyncSource) -> None:
