@@ -20,7 +20,7 @@ from ..shell import (
 )
 from ..shell.next_step import says_what_next
 from ..shell.rendered import rendered_value
-from ..storage.keys import KeyMapper
+from ..storage.keys import LAYOUTS, KeyMapper
 from ..sync.baseline import METHODS, combine_shards, run_baseline
 from ..sync.catch_up import TO_CATCH_UP
 from ..sync.checkpoint import Checkpoint
@@ -61,6 +61,12 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
     :param key_prefixes: URI prefix -> key prefix at the destination, e.g.
         ``{"https://example.org/data/": "data/"}`` (templated); None: keys named after scheme,
         host and path.
+    :param key_layout: how keys name a URI's path: ``"readable"`` (its decoded text,
+        ``https/example.org/a b/café.txt``) or ``"escaped"`` (``a%2520b/caf%25C3%25A9.txt``,
+        the layout before there was a choice); None: the one the mirror keeps, readable for a
+        new one. A mirror keeps the layout it was made with (recorded in
+        ``.resourcesync/layout.json``; one made before is escaped): asking for another fails.
+        The incremental and audit operators follow the mirror's.
     :param concurrency: the most resources in progress at once (fewer while more would not be
         faster); None: the connection's concurrency.
     :param processes: how many worker processes of this task fetch, verify and commit the
@@ -95,12 +101,15 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
     def __init__(self, *, destination: str, resourcesync_conn_id: str = "resourcesync_default",
                  capability_list_url: str | None = None, method: str = "auto",
                  remove_missing: bool = False, key_prefixes: dict[str, str] | None = None,
+                 key_layout: str | None = None,
                  concurrency: int | None = None, processes: int | str | None = None,
                  shard_index: int | None = None, shard_count: int | None = None,
                  public_url: str | None = None, well_known: bool = False,
                  aws_conn_id: str | None = "aws_default", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         ConfigurationError.unless_one_of("method", method, METHODS)
+        if key_layout is not None:
+            ConfigurationError.unless_one_of("key_layout", key_layout, LAYOUTS)
         if not isinstance(processes, str):  # a template is checked once rendered
             check_processes(processes)
         self.destination = destination
@@ -109,6 +118,7 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
         self.method = method
         self.remove_missing = remove_missing
         self.key_prefixes = key_prefixes
+        self.key_layout = key_layout
         self.concurrency = concurrency
         self.processes = processes
         self.shard_index = shard_index
@@ -130,7 +140,7 @@ class ResourceSyncBaselineOperator(BaseOperator, Lineage):
             self._reads_and_writes([capability_list], [self.destination])
             checkpoint = run_baseline(
                 hook.get_conn(), destination, capability_list_url=capability_list,
-                method=self.method, mapper=KeyMapper(self.key_prefixes),
+                method=self.method, mapper=KeyMapper(self.key_prefixes, self.key_layout),
                 remove_missing=self.remove_missing, shard=shard,
                 concurrency=self.concurrency or hook.policy.concurrency_per_host,
                 public_url=self.public_url or None,

@@ -85,7 +85,8 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
     """Compare ``destination`` with the Source; with ``repair``, fix what differs.
 
     :param capability_list_url: the Source's Capability List (9); it must offer a Resource List.
-    :param mapper: URI -> key mapping, the one the mirror was made with.
+    :param mapper: URI -> key mapping, the one the mirror was made with (keys in the
+        mirror's key layout; one asking for another is refused).
     :param repair: re-fetch missing and mismatched resources, remove extra ones.
     :param deep: re-read and re-hash every object (its bytes, not only its description).
     :param ignore_prefixes: key prefixes whose objects are not the mirror's (where an incremental
@@ -94,15 +95,14 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
     :raises ResourceSyncError: the Source's documents cannot be read.
     """
     log = log or _log
-    mapper = mapper or KeyMapper()
     capabilities = capability_documents(client, capability_list_url)
     if Capability.RESOURCE_LIST not in capabilities:
         raise DocumentError("an audit compares with a Resource List (10.1), and the Capability "
                             f"List offers {', '.join(sorted(capabilities)) or 'nothing'}",
                             url=capability_list_url, section="5.2")
     report = AuditReport()
-    with Expectations(partial(_key_or_none, mapper)) as book, \
-            MirrorState.load(destination) as state:
+    with MirrorState.load(destination) as state, Expectations(  # keys in the mirror's layout
+            partial(_key_or_none, mapper := state.keys(mapper, record=False))) as book:
         # the mirror's own copy of its Source Description is never a resource (well_known)
         auditor = _Auditor(destination, state, book, deep, (*ignore_prefixes, WELL_KNOWN), log)
         report.listed = auditor.expect(client, capabilities[Capability.RESOURCE_LIST],

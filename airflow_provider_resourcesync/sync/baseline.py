@@ -79,7 +79,8 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
 
     :param capability_list_url: the Source's Capability List (9).
     :param method: ``"auto"``, ``"resourcelist"`` (10.1) or ``"resourcedump"`` (11.1).
-    :param mapper: URI -> key mapping; the default layout if None.
+    :param mapper: URI -> key mapping (None: the default one), in the key layout the mirror
+        keeps (:meth:`MirrorState.keys`: the one asked for, for a new mirror).
     :param remove_missing: delete what the mirror holds and the Source no longer lists (within
         ``shard``, and on the Source's origins and the hosts its connection allows: another
         Source mirrored into the same destination keeps its resources); never after a listing
@@ -117,7 +118,7 @@ def run_baseline(client: ResourceSyncClient, destination: Destination, *,
     log.info("Baseline from %s %s into %s%s", capability.value, document, destination.url,
              f", shard {shard}" if shard else "")
     with MirrorState.load(destination, public_base_url=public_url) as state:
-        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), shard,
+        run = _Run(client, Transfer(destination, state, state.keys(mapper)), shard,
                    concurrency, Tally(log), processes,
                    change_list=capabilities.get(Capability.CHANGE_LIST))
         if capability is Capability.RESOURCE_LIST:

@@ -77,7 +77,8 @@ def run_incremental(client: ResourceSyncClient, destination: Destination, *,
     :param method: ``"auto"``, ``"changelist"`` (12.1) or ``"changedump"`` (13.1).
     :param deletes: ``"delete"`` the mirror's copy, ``"keep"`` it, or ``"move"`` it aside.
     :param move_to: the key prefix deleted resources move under, for ``deletes="move"``.
-    :param mapper: URI -> key mapping; the default layout if None.
+    :param mapper: URI -> key mapping (None: the default one), in the key layout the mirror
+        keeps (:meth:`MirrorState.keys`: the one asked for, for a new mirror).
     :param concurrency: the most resources in progress at once (see :class:`~.pool.Throttle`).
     :param public_url: the URL the destination is published under (see :func:`run_baseline`);
         None: the one saved with the mirror, if any.
@@ -135,7 +136,7 @@ def _changes_since(client: ResourceSyncClient, destination: Destination,
              capability.value, document, destination.url)
     with MirrorState.load(destination, public_base_url=public_url,
                           resource_list_max_age=resource_list_max_age) as state:
-        run = _Run(client, Transfer(destination, state, mapper or KeyMapper()), deletes,
+        run = _Run(client, Transfer(destination, state, state.keys(mapper)), deletes,
                    move_to, concurrency, Tally(log, stats=dict.fromkeys(_STATS, 0)))
         if capability is Capability.CHANGE_LIST:
             standing = run.from_change_list(document, checkpoint.position)

@@ -2,9 +2,9 @@
 collection's ResourceSync documents kept at a destination over time (docs/design.md, "The Source
 writer"). :class:`SourceWriter` keeps together the snapshot (:mod:`.snapshot`), the journal
 (:mod:`.journal`), the lookup index (:mod:`.shards`) of records (:mod:`.record`), one run's
-record store (:mod:`.records`), the documents' keys and URLs (:mod:`.documents`) and the saved
-checkpoint (:mod:`.checkpoint`); :class:`MirrorState` (:mod:`.mirror`) is the mirror's, the
-publisher's documents another."""
+record store (:mod:`.records`), the documents' keys and URLs (:mod:`.documents`), the saved
+checkpoint (:mod:`.checkpoint`) and the mirror's key layout (:mod:`.layout`);
+:class:`MirrorState` (:mod:`.mirror`) is the mirror's, the publisher's documents another."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from .documents import (
     name_of,
 )
 from .journal import Journal, stamp_at
+from .layout import LAYOUT
 from .mirror import WELL_KNOWN, MirrorState, check_well_known, publish_well_known
 from .record import ObjectRecord
 from .shards import ShardIndex
@@ -38,6 +39,7 @@ __all__ = [
     "DESCRIPTION",
     "DOCUMENTS_MAX_AGE",
     "IMMUTABLE",
+    "LAYOUT",
     "NAMESPACE",
     "RESOURCE_LIST",
     "RESOURCE_LIST_MAX_AGE",

@@ -11,8 +11,9 @@ from datetime import datetime, timedelta
 
 from ..errors import ConfigurationError, InvalidValueError, shown
 from ..storage.base import Destination
-from ..storage.keys import RESERVED_PREFIX
+from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from .documents import DESCRIPTION, DOCUMENTS_MAX_AGE, XML, documents_cache_control
+from .layout import settled
 from .source_writer import RESOURCE_LIST_MAX_AGE, SourceWriter
 
 __all__ = ["WELL_KNOWN", "MirrorState", "check_well_known", "publish_well_known"]
@@ -43,6 +44,14 @@ class MirrorState(SourceWriter):
         super().__init__(destination, public_base_url=public_base_url, location=location,
                          clock=clock, resource_list_max_age=resource_list_max_age,
                          documents_max_age=documents_max_age)
+
+    def keys(self, mapper: KeyMapper | None, *, record: bool = True) -> KeyMapper:
+        """``mapper`` (None: the default) in the key layout of this mirror, recorded before
+        its first object unless ``record`` is False (:func:`.layout.settled`).
+
+        :raises ConfigurationError: ``mapper`` asks for another layout than the mirror's.
+        """
+        return settled(self.destination, mapper, made=self.made, record=record)
 
 
 def check_well_known(key_prefixes: Mapping[str, str] | None) -> None:

@@ -154,6 +154,8 @@ class SourceWriter(ClosedOnExit):
         self._full = True  # every record is in the store: nothing saved yet, or all read
         self._compact = False  # the Resource List must be rewritten at the next save
         self._lazy = threading.RLock()  # lookups and reading everything, one thread at a time
+        #: A save was made before (its checkpoint record, or its Resource List, is there).
+        self.made = False
 
     @classmethod
     def load(cls, destination: Destination, **options: Any) -> Self:
@@ -523,6 +525,7 @@ class SourceWriter(ClosedOnExit):
             # the Resource List's locs are under the base it was written with
             self._compact = self._documents.base != saved.public_url
         self._full = not self._snapshot.exists()
+        self.made = data is not None or not self._full
         self._index = self._open_index()
 
     def _open_index(self) -> ShardIndex:

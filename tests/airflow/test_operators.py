@@ -90,6 +90,7 @@ def test_no_asset_for_a_templated_destination_nor_for_a_shard() -> None:
 @pytest.mark.parametrize("make", [
     lambda: ResourceSyncBaselineOperator(task_id="b", destination="mirror"),
     lambda: ResourceSyncBaselineOperator(task_id="b", destination="/m", method="changelist"),
+    lambda: ResourceSyncBaselineOperator(task_id="b", destination="/m", key_layout="pretty"),
     lambda: ResourceSyncAuditOperator(task_id="a", destination="/m", on_mismatch="ignore"),
     lambda: ResourceSyncIncrementalOperator(task_id="i", destination="/m",
                                             resource_list_max_age=3600),
@@ -166,6 +167,17 @@ def test_a_public_url_names_the_mirrors_resources_and_later_runs_keep_it(
     for key in (RESOURCE_LIST, CHANGE_LIST_INDEX, CAPABILITY_LIST):
         document = read_document(mirror.read_bytes(key) or b"")
         assert document.entries and all(entry.loc.startswith(base) for entry in document), key
+
+
+def test_the_baseline_chooses_a_new_mirrors_key_layout_and_keeps_it(
+        source: ResourceSyncSource, tmp_path: Path) -> None:
+    ResourceSyncBaselineOperator(task_id="b", destination=str(tmp_path),
+                                 key_layout="escaped").execute({})
+    assert (tmp_path / ".resourcesync/layout.json").read_text() == '{"key_layout": "escaped"}'
+    again = ResourceSyncBaselineOperator(task_id="b", destination=str(tmp_path),
+                                         key_layout="readable")
+    with pytest.raises(ConfigurationError, match="keeps its keys in the 'escaped' layout"):
+        again.execute({})
 
 
 @pytest.fixture
