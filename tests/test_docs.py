@@ -21,7 +21,7 @@ from airflow_provider_resourcesync.sensors.changelist import (
     ResourceSyncChangeListSensor,
     ResourceSyncClosedChangeListSensor,
 )
-from airflow_provider_resourcesync.shell.next_step import _NEXT
+from airflow_provider_resourcesync.sync.next_step import NEXT_STEPS
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ def test_a_how_tos_examples_build_the_dag_they_show(page: Path) -> None:
 
 def test_the_failures_table_is_what_failed_tasks_log_first() -> None:
     table = (DOCS / "operators.md").read_text()
-    for kind, step in _NEXT:
+    for kind, step in NEXT_STEPS:
         assert f"| `{kind.__name__}` | {step} |" in table, kind.__name__
 
 

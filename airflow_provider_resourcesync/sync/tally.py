@@ -10,17 +10,10 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from ..client.retry import RETRY_STATUSES
-from ..errors import (
-    ConfigurationError,
-    DocumentError,
-    FetchError,
-    ResourceSyncError,
-    SyncIncompleteError,
-    UnsafeContentError,
-    UnstorableKeyError,
-)
+from ..errors import FetchError, ResourceSyncError, SyncIncompleteError
 from ..units import PROGRESS_SECONDS, counted, pace
 from .log import Log
+from .next_step import next_step
 
 __all__ = ["STOP_AFTER", "Outcome", "Tally", "fix_for"]
 
@@ -175,18 +168,6 @@ class Tally:
 
 
 def fix_for(error: ResourceSyncError) -> str | None:
-    """What must change before ``error`` can go away, for an error a re-run cannot fix; None
-    for one it can."""
-    if error.rerun_helps:
-        return None
-    if isinstance(error, UnstorableKeyError):
-        return ("map such URIs to other keys with key_prefixes, or mirror into a destination "
-                "that can hold them (S3)")
-    if isinstance(error, UnsafeContentError) and "hosts" in error.rule:
-        return ("if the host named is to be trusted, add it to the connection's allowed hosts; "
-                "else the Source must fix its list")
-    if isinstance(error, DocumentError):
-        return "the Source must fix the document or the URIs it lists"
-    if isinstance(error, ConfigurationError):
-        return "fix the argument or connection field named"
-    return "the Source must fix the value named"
+    """What must change before ``error`` can go away (its :func:`~.next_step.next_step`), for
+    an error a re-run cannot fix; None for one it can."""
+    return None if error.rerun_helps else next_step(error)
