@@ -23,6 +23,7 @@ from airflow_provider_resourcesync.sensors.changelist import (
 )
 from airflow_provider_resourcesync.sync.next_step import NEXT_STEPS
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
+from airflow_provider_resourcesync.units import pace
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -86,6 +87,12 @@ def test_the_failures_table_is_what_failed_tasks_log_first() -> None:
     table = (DOCS / "operators.md").read_text()
     for kind, step in NEXT_STEPS:
         assert f"| `{kind.__name__}` | {step} |" in table, kind.__name__
+
+
+def test_the_progress_lines_shown_are_as_runs_log_them() -> None:
+    logs = (DOCS / "operators.md").read_text()
+    assert f"Progress: {pace(15, 100, 150, 30, 'resources')}: 15 fetched" in logs
+    assert f"Progress: checking: {pace(12000, 48000, None, 30, 'resources')}: 3 missing" in logs
 
 
 def _anchors(page: Path) -> set[str]:
