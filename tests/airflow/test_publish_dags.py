@@ -99,7 +99,7 @@ def inventoried(s3_client: Any, bucket: str) -> list[InventoryObject]:
 
 def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_change_list(
         s3_client: Any, s3_endpoint: str, bucket: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     """``publish_bucket`` against moto's S3 server, its objects and its publication served by
     moto over HTTP (buckets anyone may GET from): each day the sensor finds the day's S3
     Inventory report and the publisher publishes, with a Resource Dump; a Destination's DAG
@@ -129,6 +129,7 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
         "extra": {"allow_private": True, "max_tries": 2, "backoff": 0.01}}))
     capability_list = publish_url + "capabilitylist.xml"
     mirrors = {method: tmp_path / method for method in ("changedump", "changelist")}
+    capfd.readouterr()
 
     def put(key: str, body: bytes) -> None:
         s3_client.put_object(Bucket=source, Key=key, Body=body)
@@ -188,6 +189,7 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
         assert not has_errors(validate_source(io.BytesIO(body), url=key)), key
     # served for a cache in front to keep the operator's default five minutes (issue 28)
     assert httpx.get(capability_list).headers["cache-control"] == "public, max-age=300"
+    assert error_lines(capfd.readouterr().out) == []
 
 
 def test_the_publishing_demo_publishes_follows_and_ends_with_the_mirror_equal(
