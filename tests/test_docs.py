@@ -21,8 +21,9 @@ from airflow_provider_resourcesync.sensors.changelist import (
     ResourceSyncChangeListSensor,
     ResourceSyncClosedChangeListSensor,
 )
-from airflow_provider_resourcesync.shell.next_step import _NEXT
+from airflow_provider_resourcesync.sync.next_step import NEXT_STEPS
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
+from airflow_provider_resourcesync.units import pace
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -84,8 +85,14 @@ def test_a_how_tos_examples_build_the_dag_they_show(page: Path) -> None:
 
 def test_the_failures_table_is_what_failed_tasks_log_first() -> None:
     table = (DOCS / "operators.md").read_text()
-    for kind, step in _NEXT:
+    for kind, step in NEXT_STEPS:
         assert f"| `{kind.__name__}` | {step} |" in table, kind.__name__
+
+
+def test_the_progress_lines_shown_are_as_runs_log_them() -> None:
+    logs = (DOCS / "operators.md").read_text()
+    assert f"Progress: {pace(15, 100, 150, 30, 'resources')}: 15 fetched" in logs
+    assert f"Progress: checking: {pace(12000, 48000, None, 30, 'resources')}: 3 missing" in logs
 
 
 def _anchors(page: Path) -> set[str]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
@@ -19,9 +20,9 @@ from ..shell import (
     describe_outlet_events,
     destination_outlets,
 )
+from ..shell.checkpoints import MIRROR, starting_checkpoint
 from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
-from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import KeyMapper
 from ..sync.checkpoint import Checkpoint
@@ -38,7 +39,8 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
 
     The checkpoint to start from is, in this order: the ``checkpoint`` argument; the checkpoint
     saved with the mirror (by the baseline, or the last incremental run); where the mirror has none,
-    this task's XCom from its previous run. The task returns the new checkpoint as its XCom; it
+    this task's XCom from its previous run; one of another mirror is set aside, logged (a DAG
+    whose destination changed). The task returns the new checkpoint as its XCom; it
     never stands past a change that was not committed, so a failed run re-run (or a run repeated
     from the same checkpoint) loses and duplicates nothing. Unless templated, the destination is
     declared as an outlet ``Asset``.
@@ -134,34 +136,14 @@ class ResourceSyncIncrementalOperator(BaseOperator, Lineage):
         return describe_outlet_events(context, self.outlets, checkpoint.to_json())
 
     def _start(self, context: Context, destination: Destination) -> Checkpoint:
-        """The checkpoint to start from, and where it was found, logged: the argument; the one
-        saved with the mirror, which its documents agree with; this task's previous XCom only
-        where the mirror has none (asked for only then: Airflow logs an ERROR for an XCom it does
-        not find, alarming in every first run)."""
-        if self.checkpoint not in (None, ""):
-            return self._read(rendered_value(self.checkpoint, "checkpoint"), "the argument")
-        saved = saved_checkpoint(destination)
-        if saved is not None:
-            return self._read(saved, "the mirror's saved checkpoint")
-        ti = context["ti"]
-        previous = ti.xcom_pull(task_ids=self.task_id, include_prior_dates=True,
-                                map_indexes=ti.map_index)
-        if previous is not None:
-            checkpoint = self._read(previous, "this task's previous XCom (none is saved with "
-                                    "the mirror)")
-            if checkpoint.destination == destination.url:
-                return checkpoint
-            self.log.warning("This task's previous XCom is of the mirror at %s, not %s : not "
-                             "used", checkpoint.destination, destination.url)
-        raise NoCheckpointError(
-            f"no checkpoint to start from: the mirror at {destination.url} has none saved and "
-            "this task has no previous XCom of it. Run a baseline "
-            "(ResourceSyncBaselineOperator) into it first, or pass checkpoint=")
-
-    def _read(self, value: Any, where: str) -> Checkpoint:
-        if not isinstance(value, Mapping):
-            raise ConfigurationError(f"checkpoint from {where}: not a checkpoint: {value!r:.200}")
-        checkpoint = Checkpoint.from_json(dict(value))
-        self.log.info("Starting from %s: a %s checkpoint of %s at %s", where, checkpoint.kind,
-                      checkpoint.document, checkpoint.position.time or "the first change")
-        return checkpoint
+        """The checkpoint to start from (:func:`~..shell.checkpoints.starting_checkpoint`): the
+        argument; the one saved with the mirror; this task's previous XCom where it has none."""
+        found = starting_checkpoint(context, self.log, MIRROR, of=destination.url,
+                                    saved=partial(saved_checkpoint, destination),
+                                    given=self.checkpoint, previous="start")
+        if found is None:
+            raise NoCheckpointError(
+                f"no checkpoint to start from: the mirror at {destination.url} has none saved and "
+                "this task has no previous XCom of it. Run a baseline "
+                "(ResourceSyncBaselineOperator) into it first, or pass checkpoint=")
+        return Checkpoint.from_json(found.value)

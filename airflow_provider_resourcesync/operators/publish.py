@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
@@ -25,9 +26,9 @@ from ..publish.retention import KEEP_CHANGES_FOR
 from ..publish.run import Publication, preview, publish
 from ..publish.urls import CHECK_POLICY, CHECKED_OBJECTS, UrlCheck
 from ..shell import describe_at_well_known, describe_outlet_events, destination_outlets
+from ..shell.checkpoints import PUBLICATION, starting_checkpoint
 from ..shell.durations import max_age
 from ..shell.next_step import says_what_next
-from ..shell.rendered import rendered_value
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from ..units import PROGRESS_SECONDS, byte_size
@@ -200,8 +201,7 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
                 return self._dry_run()
             destination = destination_from_url(self.publish_to,
                                                aws_conn_id=self._conn(self.publish_aws_conn_id))
-            saved = saved_checkpoint(destination, location="")
-            self._compare_previous(context, saved)
+            self._start(context, destination)
             listed, skipped = self._listed()
             publication = self._publication(destination)
             self._reads_and_writes([self.source], [self.publish_to])
@@ -298,26 +298,16 @@ class ResourceSyncPublishOperator(BaseOperator, Lineage):
         return {"read_policy": ResourceSyncHook(
             resourcesync_conn_id=self.resourcesync_conn_id).policy}
 
-    def _compare_previous(self, context: Context, saved: dict[str, Any] | None) -> None:
-        """Log where the run starts: the state saved at ``publish_to``; this task's previous
-        XCom only says where the last run ended, and a difference is reported."""
-        ti = context["ti"]
-        previous = ti.xcom_pull(task_ids=self.task_id, include_prior_dates=True,
-                                map_indexes=ti.map_index)
-        if saved is None:
+    def _start(self, context: Context, destination: Destination) -> None:
+        """Log where the run starts (:func:`~..shell.checkpoints.starting_checkpoint`): the
+        state saved at ``publish_to``; this task's previous XCom only says where the last run
+        ended, and a difference is reported."""
+        found = starting_checkpoint(context, self.log, PUBLICATION, of=self.publish_to,
+                                    saved=partial(saved_checkpoint, destination, location=""),
+                                    previous="compare")
+        if found is None:
             self.log.info("Nothing published at %s yet: this run publishes every object",
                           self.publish_to)
-            return
-        self.log.info("Starting from the publication saved at %s, up to %s", self.publish_to,
-                      saved.get("time"))
-        previous = rendered_value(previous, "previous XCom")
-        if isinstance(previous, dict):
-            previous = {name: value for name, value in previous.items()
-                        if name not in (SKIPPED, STATS)}
-        if previous is not None and previous != saved:
-            self.log.warning("This task's previous XCom (%s) is not the checkpoint saved at %s: "
-                             "starting from the saved one, which the documents agree with",
-                             str(previous)[:200], self.publish_to)
 
     def _counted(self, objects: Iterable[InventoryObject]) -> Iterator[InventoryObject]:
         """``objects``, with a line logged every :data:`PROGRESS_SECONDS` of listing."""

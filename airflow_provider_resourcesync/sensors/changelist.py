@@ -20,8 +20,8 @@ from ..hooks.resourcesync import ResourceSyncHook
 from ..protocol.model import Capability
 from ..protocol.position import ChangePosition
 from ..shell import capability_list_of
+from ..shell.checkpoints import MIRROR, starting_checkpoint
 from ..shell.next_step import says_what_next
-from ..shell.rendered import rendered_value
 from ..sync.checkpoint import Checkpoint
 from ..triggers.changelist import (
     ResourceSyncChangeListTrigger,
@@ -101,10 +101,10 @@ class _ChangeListWatchSensor(BaseSensorOperator):
             with says_what_next(self.log):
                 if not self.deferrable:
                     return super().execute(context)
-                seen = self._look()
+                seen = self._look(context)
                 if seen.is_done:
                     return seen.to_json()
-                watch = self._watching()
+                watch = self._watching(context)
                 self.defer(trigger=self.trigger_class(
                     change_list_url=watch.change_list_url, position=watch.position,
                     resourcesync_conn_id=self.resourcesync_conn_id,
@@ -114,7 +114,7 @@ class _ChangeListWatchSensor(BaseSensorOperator):
             self._release()
 
     def poke(self, context: Context) -> PokeReturnValue:
-        seen = self._look()
+        seen = self._look(context)
         return PokeReturnValue(seen.is_done, seen.to_json() if seen.is_done else None)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
@@ -131,8 +131,8 @@ class _ChangeListWatchSensor(BaseSensorOperator):
         self.log.info("The trigger saw: %s", result)
         return result
 
-    def _look(self) -> Sighting:
-        watch = self._watching()
+    def _look(self, context: Context) -> Sighting:
+        watch = self._watching(context)
         client = watch.hook.get_conn()
         client.budget.restart()  # one client serves every poke: each poke has the whole budget
         plan: Plan[Sighting] = self.trigger_class.plan(watch.change_list_url, watch.position)
@@ -143,9 +143,9 @@ class _ChangeListWatchSensor(BaseSensorOperator):
 
     # -- what to watch, resolved once per execution ------------------------------------------------
 
-    def _watching(self) -> _Watch:
+    def _watching(self, context: Context) -> _Watch:
         if self._watch is None:
-            position, source = self._position()
+            position, source = self._position(context)
             hook = ResourceSyncHook(resourcesync_conn_id=self.resourcesync_conn_id, watch=True)
             try:
                 url = self.change_list_url or self._change_list_of(hook, source)
@@ -161,39 +161,35 @@ class _ChangeListWatchSensor(BaseSensorOperator):
             self._watch.hook.close()
             self._watch = None
 
-    def _position(self) -> tuple[ChangePosition, str]:
-        """The checkpoint's position and its Capability List: from ``checkpoint``, else saved at
-        ``destination``."""
-        value = (None if self.checkpoint in (None, "")
-                 else rendered_value(self.checkpoint, "checkpoint"))
-        if self.destination and (value is None or not self._of_destination(value)):
-            value = None
-            where = DestinationURL.parse(self.destination)
-            if where.scheme != "file" or Path(where.path).is_dir():  # never made by a sensor
-                value = saved_checkpoint(destination_from_url(self.destination,
-                                                              aws_conn_id=self.aws_conn_id))
-            if value is None:
-                raise NoCheckpointError(
-                    f"destination {self.destination!r}: the mirror has saved no checkpoint; run a "
-                    "baseline into it first, or pass checkpoint=")
-        if value is None:
+    def _position(self, context: Context) -> tuple[ChangePosition, str]:
+        """The checkpoint's position and its Capability List
+        (:func:`~..shell.checkpoints.starting_checkpoint`): ``checkpoint``, else the one saved
+        at ``destination``."""
+        of = DestinationURL.parse(self.destination).asset_uri if self.destination else None
+        found = starting_checkpoint(context, self.log, MIRROR, of=of, saved=self._saved,
+                                    given=self.checkpoint)
+        if found is None and self.destination:
+            raise NoCheckpointError(
+                f"destination {self.destination!r}: the mirror has saved no checkpoint; run a "
+                "baseline into it first, or pass checkpoint=")
+        if found is None:
             raise NoCheckpointError(
                 "no checkpoint to watch from: pass checkpoint= (a sync task's XCom) or "
                 "destination= (a mirror a baseline ran into); run a baseline first if there "
                 "is none")
-        checkpoint = Checkpoint.from_json(value)
+        checkpoint = Checkpoint.from_json(found.value)
         return checkpoint.position, checkpoint.source
 
-    def _of_destination(self, value: Any) -> bool:
-        """Whether the checkpoint ``value`` is of the mirror at ``destination``; if not (a
-        previous XCom of a DAG whose destination has changed), it is set aside, logged."""
-        theirs = value.get("destination") if isinstance(value, dict) else None
-        ours = DestinationURL.parse(self.destination or "").asset_uri
-        if theirs is None or theirs.rstrip("/") == ours.rstrip("/"):
-            return True
-        self.log.warning("The checkpoint given is of the mirror at %s, not %s : watching from the "
-                         "checkpoint saved with %s", theirs, ours, self.destination)
-        return False
+    def _saved(self) -> dict[str, Any] | None:
+        """The checkpoint saved at ``destination``; None where there is none (nor any
+        directory: a sensor never makes one)."""
+        if not self.destination:
+            return None
+        where = DestinationURL.parse(self.destination)
+        if where.scheme == "file" and not Path(where.path).is_dir():
+            return None
+        return saved_checkpoint(destination_from_url(self.destination,
+                                                     aws_conn_id=self.aws_conn_id))
 
     def _change_list_of(self, hook: ResourceSyncHook, source: str) -> str:
         capability_list = capability_list_of(hook, self.capability_list_url, self.log)

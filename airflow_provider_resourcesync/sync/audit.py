@@ -28,6 +28,7 @@ from ..protocol.model import Capability, Change, Entry
 from ..protocol.position import ChangePosition
 from ..storage.base import Destination, ObjectInfo
 from ..storage.keys import KeyMapper, normalized
+from ..units import PROGRESS_EVERY, Pacer, pace
 from ..writer import WELL_KNOWN, MirrorState
 from .compare import Expected, agrees, identity
 from .expectation import Expectations
@@ -108,7 +109,7 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
         report.listed = auditor.expect(client, capabilities[Capability.RESOURCE_LIST],
                                        capabilities.get(Capability.CHANGE_LIST))
         report.refused = auditor.refused
-        report.checked = auditor.check(concurrency)
+        report.checked = auditor.check(concurrency, book.present_count())
         auditor.find_extras()
         _fill(report, book)
         log.info("Audit of %s against %s : %s listed, %s checked, %s missing, %s extra, "
@@ -119,7 +120,7 @@ def run_audit(client: ResourceSyncClient, destination: Destination, *, capabilit
                          for kind, uris in report.examples.items() if uris))
         if repair and not report.clean:
             report.repaired = auditor.repair(client, Transfer(destination, state, mapper),
-                                             concurrency)
+                                             concurrency, report.missing + report.mismatched)
             _fill(report, book)
             log.info("Audit repaired %s findings: %s missing, %s extra, %s mismatched remain",
                      report.repaired, report.missing, report.extra, report.mismatched)
@@ -192,14 +193,27 @@ class _Auditor:
                 self.refused += 1
                 self.log.warning("Not mirrored, so not expected: %s", error)
 
-    def check(self, concurrency: int) -> int:
-        """Compare every expected resource with the destination; how many were compared."""
-        checked = 0
+    def check(self, concurrency: int, total: int) -> int:
+        """Compare every expected resource (``total``) with the destination, saying how far it
+        is as a sync does; how many were compared."""
+        checked, read, pacer = 0, 0, Pacer(PROGRESS_EVERY)
         for kind, expected, key in bounded_map(self._problem, self.book.present(), concurrency):
             checked += 1
+            read += (expected.length or 0) if kind != "missing" else 0
             if kind is not None:
                 self.book.note(kind, expected.uri, key)
+            self._progress(pacer, checked, total, read if self.deep else None, "checking")
         return checked
+
+    def _progress(self, pacer: Pacer, done: int, total: int, read: int | None,
+                  doing: str) -> None:
+        """A progress line, when ``pacer`` says, with the findings so far (and the bytes
+        ``read``, where the audit reads them)."""
+        elapsed = pacer.due(done)
+        if elapsed is not None:
+            self.log.info("Progress: %s: %s: %s", doing,
+                          pace(done, total, read, elapsed, "resources"),
+                          ", ".join(f"{self.book.count(kind)} {kind}" for kind in KINDS))
 
     def _problem(self, item: tuple[Expected, str | None]
                  ) -> tuple[str | None, Expected, str | None]:
@@ -258,15 +272,18 @@ class _Auditor:
             self.log.warning("%s", error)
             return None
 
-    def repair(self, client: ResourceSyncClient, transfer: Transfer, concurrency: int) -> int:
-        """Re-fetch the missing and mismatched, remove the extra, save the state; how many
-        findings are gone once checked again."""
-        repaired = 0
+    def repair(self, client: ResourceSyncClient, transfer: Transfer, concurrency: int,
+               total: int) -> int:
+        """Re-fetch the missing and mismatched (``total``), saying how far it is, remove the
+        extra, save the state; how many findings are gone once checked again."""
+        repaired, pacer = 0, Pacer(PROGRESS_EVERY)
         work = partial(self._refetch, client, transfer)
-        for kind, uri, fixed in bounded_map(work, self.book.wrong(), concurrency):
+        for done, (kind, uri, fixed) in enumerate(
+                bounded_map(work, self.book.wrong(), concurrency), 1):
             if fixed:
                 self.book.forget(kind, uri)
                 repaired += 1
+            self._progress(pacer, done, total, None, "repairing")
         for uri, key in self.book.found("extra"):
             if self._remove(uri, key):
                 self.book.forget("extra", uri)

@@ -79,6 +79,12 @@ class Expectations(ClosedOnExit):
             yield Expected(uri, Hashes.parse(hash_) or None, length,
                            parse_datetime(lastmod) if lastmod else None, type_), key
 
+    def present_count(self) -> int:
+        """How many resources the mirror should hold."""
+        count: int = self._db.execute("SELECT count(*) FROM expected WHERE present = 1"
+                                      ).fetchone()[0]
+        return count
+
     def expects_key(self, key: str) -> bool:
         """Whether a resource the mirror should hold lives at ``key``."""
         return self._one("SELECT 1 FROM expected WHERE key = ? AND present = 1", key)

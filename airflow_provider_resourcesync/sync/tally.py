@@ -10,17 +10,10 @@ from typing import TypeVar
 from urllib.parse import urlsplit
 
 from ..client.retry import RETRY_STATUSES
-from ..errors import (
-    ConfigurationError,
-    DocumentError,
-    FetchError,
-    ResourceSyncError,
-    SyncIncompleteError,
-    UnsafeContentError,
-    UnstorableKeyError,
-)
-from ..units import PROGRESS_SECONDS, counted, pace
+from ..errors import FetchError, ResourceSyncError, SyncIncompleteError
+from ..units import PROGRESS_EVERY, Pacer, counted, pace
 from .log import Log
+from .next_step import next_step
 
 __all__ = ["STOP_AFTER", "Outcome", "Tally", "fix_for"]
 
@@ -31,8 +24,6 @@ SHOWN = 10
 #: Resources of one host failing in a row, each after its retries, with no answer or one asking
 #: to come back later (429, 5xx), after which a run starts no more: the host is down.
 STOP_AFTER = 20
-#: Resources between two progress lines in the log.
-PROGRESS_EVERY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +69,15 @@ class Tally:
     #: Why the run starts no more resources (a host stopped answering); None: it goes on.
     stopped: str | None = None
     stopped_host: str | None = None
-    started: float = field(init=False)
-    _told: float = field(init=False)  # when progress was last logged
+    pacer: Pacer = field(init=False)
     _down: dict[str, int] = field(default_factory=dict)  # host -> failures in a row
 
     def __post_init__(self) -> None:
-        self.started = self._told = self.clock()
+        self.pacer = Pacer(PROGRESS_EVERY, self.clock)
 
     def count(self, outcome: Outcome) -> None:
-        """Add one resource's outcome; log progress every :data:`PROGRESS_EVERY` resources, or
-        after :data:`PROGRESS_SECONDS` without a progress line."""
+        """Add one resource's outcome; log progress when the :class:`~..units.Pacer` says
+        (every 1,000 resources, and 30 s after the last line)."""
         if outcome.reason is not None:
             self.fail(outcome.uri, outcome.reason, rerun_helps=outcome.rerun_helps,
                       fix=outcome.fix)
@@ -97,14 +87,12 @@ class Tally:
             self.stats[outcome.kind] += 1
             self.stats["bytes"] += outcome.length
         self.done += 1
-        now = self.clock()
-        if self.done % PROGRESS_EVERY == 0 or now - self._told >= PROGRESS_SECONDS:
-            self._told = now
+        elapsed = self.pacer.due(self.done)
+        if elapsed is not None:
             total, exact = (self.total, True) if self.total or self.expect is None \
                 else self.expect()
             self.log.info("Progress: %s: %s", pace(self.done, total, self.stats["bytes"],
-                                                    now - self.started, "resources",
-                                                    about=not exact),
+                                                    elapsed, "resources", about=not exact),
                           counted(self.stats))
 
     def _watch_host(self, outcome: Outcome) -> None:
@@ -175,18 +163,6 @@ class Tally:
 
 
 def fix_for(error: ResourceSyncError) -> str | None:
-    """What must change before ``error`` can go away, for an error a re-run cannot fix; None
-    for one it can."""
-    if error.rerun_helps:
-        return None
-    if isinstance(error, UnstorableKeyError):
-        return ("map such URIs to other keys with key_prefixes, or mirror into a destination "
-                "that can hold them (S3)")
-    if isinstance(error, UnsafeContentError) and "hosts" in error.rule:
-        return ("if the host named is to be trusted, add it to the connection's allowed hosts; "
-                "else the Source must fix its list")
-    if isinstance(error, DocumentError):
-        return "the Source must fix the document or the URIs it lists"
-    if isinstance(error, ConfigurationError):
-        return "fix the argument or connection field named"
-    return "the Source must fix the value named"
+    """What must change before ``error`` can go away (its :func:`~.next_step.next_step`), for
+    an error a re-run cannot fix; None for one it can."""
+    return None if error.rerun_helps else next_step(error)

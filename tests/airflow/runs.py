@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,6 +15,15 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource
 #: The task states of an ``incremental_mirror`` run once the mirror has its baseline.
 HOURLY = {"baselined": "success", "baseline": "skipped", "changes": "success",
           "sync": "success"}
+
+
+#: A log line at ERROR or above, as ``dag.test()`` prints it (``[error    ] ...``).
+_ERROR = re.compile(r"\[(error|critical) *\]|\bERROR\b")
+
+
+def error_lines(out: str) -> list[str]:
+    """The lines of ``out`` (what runs printed) logged at ERROR or above: none on success."""
+    return [line for line in out.splitlines() if _ERROR.search(line)]
 
 
 def run_example(name: str, logical_date: datetime | None = None) -> Any:

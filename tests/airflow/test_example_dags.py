@@ -26,6 +26,7 @@ from .runs import (
     assert_mirrors,
     asset_event_uris,
     asset_events,
+    error_lines,
     resource_bodies_sent,
     run_example,
     states,
@@ -34,11 +35,14 @@ from .runs import (
 
 
 def test_mirror_to_local_mirrors_the_source_and_the_audit_finds_it_clean(
-        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
     mirror = tmp_path / "mirror"
     monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(mirror))
+    capfd.readouterr()
     run = run_example("mirror_to_local")
     assert states(run) == {"baseline": "success", "audit": "success"}
+    assert error_lines(capfd.readouterr().out) == []  # a first run that succeeds (issue 29)
     assert_mirrors(source, mirror)
     checkpoint = Checkpoint.from_json(xcom(run, "baseline"))
     assert (checkpoint.kind, checkpoint.source, checkpoint.document, checkpoint.destination) == (
@@ -120,11 +124,13 @@ def test_a_resource_refused_for_good_fails_the_task_saying_what_to_change(
 
 def test_mirror_to_s3_mirrors_through_the_aws_connection(
         source: ResourceSyncSource, bucket: str, s3_client: Any,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("RESOURCESYNC_MIRROR_S3_URL", f"s3://{bucket}/mirror/")
     monkeypatch.setenv("RESOURCESYNC_AWS_CONN_ID", AWS_CONN_ID)
+    capfd.readouterr()
     run = run_example("mirror_to_s3")
     assert states(run) == {"baseline": "success", "audit": "success"}
+    assert error_lines(capfd.readouterr().out) == []
     mapper = KeyMapper()
     for uri, body in source.state().items():
         stored = s3_client.get_object(Bucket=bucket, Key="mirror/" + mapper.key(uri))
@@ -135,12 +141,15 @@ def test_mirror_to_s3_mirrors_through_the_aws_connection(
 
 
 def test_the_sharded_baseline_maps_over_shards_combines_and_audits_clean(
-        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
     mirror = tmp_path / "sharded"
     monkeypatch.setenv("RESOURCESYNC_SHARDED_DESTINATION", mirror.as_uri())
+    capfd.readouterr()
     run = run_example("sharded_baseline")
     assert states(run) == {"baseline[0]": "success", "baseline[1]": "success",
                            "baseline[2]": "success", "combine": "success", "audit": "success"}
+    assert error_lines(capfd.readouterr().out) == []
     shards = [Checkpoint.from_json(xcom(run, "baseline", index)) for index in range(3)]
     assert [(shard.shard.index, shard.shard.count) for shard in shards if shard.shard] == [
         (0, 3), (1, 3), (2, 3)]
@@ -176,9 +185,12 @@ def test_a_sharded_baseline_of_an_older_listing_catches_up_in_its_combine_task(
     assert_mirrors(source, mirror)
 
 
-def test_the_demo_mirrors_its_sample_source_in_a_real_run(tmp_path: Path) -> None:
+def test_the_demo_mirrors_its_sample_source_in_a_real_run(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    capfd.readouterr()
     result = run_demo(tmp_path / "demo", resources=12)
     assert result.succeeded, result.render()
+    assert error_lines(capfd.readouterr().out) == []
     assert result.mirrored == 12
     assert result.checkpoint is not None and result.checkpoint["stats"]["fetched"] == 12
     assert result.audit is not None and result.audit["clean"] is True

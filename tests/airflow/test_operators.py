@@ -220,7 +220,8 @@ def test_the_audit_repairs(damaged: tuple[Path, str], source: ResourceSyncSource
     (ContentMismatchError(url="https://example.org/x", what="md5", expected="a", actual="b"),
      "unlike its own description"),
     (UnsafeContentError("a DTD", rule="no DTDs"), "safety rule"),
-    (DocumentError("not XML", url="https://example.org/list.xml"), "breaks the spec"),
+    (DocumentError("not XML", url="https://example.org/list.xml"),
+     "the Source must fix the document"),
     (DestinationError("read-only file system"), "check the destination"),
 ])
 def test_each_failure_says_what_to_do_next(error: ResourceSyncError, step: str) -> None:

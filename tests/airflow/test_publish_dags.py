@@ -28,14 +28,16 @@ from tests.publish.test_publish_run import write
 from tests.sync.conftest import held
 
 from .conftest import AWS_CONN_ID
-from .runs import HOURLY, asset_events, run_dag, run_example, states, xcom
+from .runs import HOURLY, asset_events, error_lines, run_dag, run_example, states, xcom
 
 DAY = timedelta(days=1)
 FIRST = datetime(2026, 3, 1, tzinfo=UTC)
 
 
 def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    capfd.readouterr()
     root, published, mirror = tmp_path / "collection", tmp_path / "published", tmp_path / "mirror"
     for number in range(4):
         write(root, f"records/{number}.json", f'{{"id": {number}}}\n'.encode())
@@ -85,6 +87,7 @@ def test_a_directory_published_daily_is_followed_by_a_destinations_dags(
             run = run_example("incremental_mirror", FIRST + day * DAY)
             assert states(run) == HOURLY, method
             assert held(LocalDestination(mirror)) == served[0].files(), method
+    assert error_lines(capfd.readouterr().out) == []  # first runs too (issue 29, item 4)
 
 
 def inventoried(s3_client: Any, bucket: str) -> list[InventoryObject]:
@@ -96,7 +99,7 @@ def inventoried(s3_client: Any, bucket: str) -> list[InventoryObject]:
 
 def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_change_list(
         s3_client: Any, s3_endpoint: str, bucket: str, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
     """``publish_bucket`` against moto's S3 server, its objects and its publication served by
     moto over HTTP (buckets anyone may GET from): each day the sensor finds the day's S3
     Inventory report and the publisher publishes, with a Resource Dump; a Destination's DAG
@@ -126,6 +129,7 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
         "extra": {"allow_private": True, "max_tries": 2, "backoff": 0.01}}))
     capability_list = publish_url + "capabilitylist.xml"
     mirrors = {method: tmp_path / method for method in ("changedump", "changelist")}
+    capfd.readouterr()
 
     def put(key: str, body: bytes) -> None:
         s3_client.put_object(Bucket=source, Key=key, Body=body)
@@ -185,13 +189,16 @@ def test_a_bucket_published_daily_is_followed_over_http_by_change_dump_and_by_ch
         assert not has_errors(validate_source(io.BytesIO(body), url=key)), key
     # served for a cache in front to keep the operator's default five minutes (issue 28)
     assert httpx.get(capability_list).headers["cache-control"] == "public, max-age=300"
+    assert error_lines(capfd.readouterr().out) == []
 
 
 def test_the_publishing_demo_publishes_follows_and_ends_with_the_mirror_equal(
-        tmp_path: Path) -> None:
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """The README's second command, in the test session's Airflow: publish, follow, change,
-    publish and follow by Change Dump; the mirror equals the directory."""
+    publish and follow by Change Dump; the mirror equals the directory; no ERROR line."""
+    capfd.readouterr()
     assert run_publish_demo(tmp_path, log=False)
+    assert error_lines(capfd.readouterr().out) == []
     assert (tmp_path / "published" / "changedump.xml").is_file()
     assert not (tmp_path / "collection" / "records" / "record-001.json").exists()
     assert any((tmp_path / "mirror").rglob("record-new.json"))

@@ -17,7 +17,7 @@ from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishO
 from airflow_provider_resourcesync.testing import ServedDirectory, SourceServer
 from tests.publish.test_publish_run import write
 
-from .runs import asset_events, run_dag, states, xcom
+from .runs import asset_events, error_lines, run_dag, states, xcom
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -53,6 +53,24 @@ def test_the_xcom_and_the_asset_event_count_what_each_run_published(tmp_path: Pa
     assert checkpoint["stats"] == {"changes": 3, "created": 1, "updated": 1, "deleted": 1,
                                    "skipped": 1, "left": 0, "bytes": 8, "packages": 1}
     assert [extra["stats"] for _, extra in asset_events(second)] == [checkpoint["stats"]]
+
+
+def test_a_first_run_logs_no_error_and_the_next_starts_from_what_it_saved(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Issue 29, item 4: the first run asked for its previous XCom, and Airflow logged an ERROR
+    ("XCom not found") in a run that succeeded; it is asked for only once a run has saved one."""
+    root, out = tmp_path / "collection", tmp_path / "published"
+    write(root, "a.txt", b"a")
+    capfd.readouterr()
+    assert states(publishing(root, out, "publish_quietly")) == {"publish": "success"}
+    said = capfd.readouterr().out
+    assert error_lines(said) == [] and "Nothing published at" in said
+    write(root, "b.txt", b"b")
+    assert states(publishing(root, out, "publish_quietly")) == {"publish": "success"}
+    said = capfd.readouterr().out
+    assert error_lines(said) == []
+    assert "Starting from the publication's saved checkpoint: published up to" in said
+    assert "is not the checkpoint saved" not in said  # the XCom holds it, and the counts
 
 
 def test_a_dry_run_lists_what_a_run_would_publish_and_writes_nothing(tmp_path: Path) -> None:

@@ -142,7 +142,8 @@ def test_a_run_with_lasting_and_transient_failures_says_what_to_change(
     assert (error.failed, error.lasting, error.rerun_helps) == (2, 1, False)
     assert "re-run" not in str(error) and "re-run" not in next_step(error)
     assert "1 of the failures will fail again until something changes: the Source must fix " \
-           "the document or the URIs it lists; the other 1 may be transient" in str(error)
+           "the document or the URIs it lists (a safety rule refused what is named, and " \
+           "nothing was written from it); the other 1 may be transient" in str(error)
 
     with pytest.raises(SyncIncompleteError) as raised:  # the transient one alone: re-run
         run_baseline(fragile, local, capability_list_url=publish(server, listed[:2]))

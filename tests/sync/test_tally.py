@@ -1,16 +1,23 @@
 """Progress in the log: a line every 1,000 resources, and at most 30 s apart however slowly a
-Source answers, with the rate and, where the run knows its total, the time left (issue 16)."""
+Source answers, with the rate and, where the run knows its total, the time left (issue 16); in
+a baseline, an incremental run and an audit alike (issue 29, item 4)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync import audit as audit_module
 from airflow_provider_resourcesync.sync import tally as tally_module
+from airflow_provider_resourcesync.sync.audit import run_audit
 from airflow_provider_resourcesync.sync.baseline import run_baseline
+from airflow_provider_resourcesync.sync.checkpoint import Checkpoint
+from airflow_provider_resourcesync.sync.incremental import run_incremental
 from airflow_provider_resourcesync.sync.tally import Outcome, Tally
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
@@ -27,6 +34,10 @@ class _Clock:
 
 def _progress(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.getMessage().startswith("Progress")]
+
+
+def _how_far(said: list[str]) -> list[str]:
+    return [line.split(" resources done")[0].removeprefix("Progress: ") for line in said]
 
 
 def test_a_slow_run_says_how_far_it_is_at_least_every_30_seconds(
@@ -85,5 +96,56 @@ def test_a_baseline_says_how_many_of_how_many_and_the_time_left(
                          capability_list_url=source.capability_list_url, concurrency=1,
                          processes=1)
     said = _progress(caplog)
-    assert [line.split(" resources done")[0].removeprefix("Progress: ") for line in said] == lines
+    assert _how_far(said) == lines
     assert all(" s left" in line for line in said[:-1])
+
+
+Mirrored = tuple[ResourceSyncClient, ResourceSyncSource, LocalDestination, Checkpoint]
+
+
+@pytest.fixture
+def mirrored(tmp_path: Path) -> Iterator[Mirrored]:
+    """A Source of 30 resources, and a mirror baselined from it (its checkpoint)."""
+    with SourceServer(max_lifetime=60) as server, client_for(server) as client:
+        source = ResourceSyncSource(server, resources={f"r{n:02d}.txt": b"x" for n in range(30)})
+        source.publish()
+        mirror = LocalDestination(tmp_path / "mirror")
+        yield client, source, mirror, run_baseline(
+            client, mirror, capability_list_url=source.capability_list_url, processes=1)
+
+
+def test_an_incremental_run_says_how_many_of_how_many_and_the_time_left(
+        mirrored: Mirrored, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29, item 4: the changes coalesced are counted before they are applied."""
+    monkeypatch.setattr(tally_module, "PROGRESS_EVERY", 10)
+    client, source, mirror, start = mirrored
+    for uri in source.state():
+        source.update(uri.rpartition("/")[2], b"y")
+    source.publish()
+    with caplog.at_level(logging.INFO):
+        run_incremental(client, mirror, capability_list_url=source.capability_list_url,
+                        checkpoint=start, concurrency=1)
+    said = _progress(caplog)
+    assert _how_far(said) == ["10 of 30", "20 of 30", "30 of 30"]
+    assert all(" s left" in line for line in said[:-1])
+
+
+def test_an_audit_says_how_many_of_how_many_it_checked_and_repaired(
+        mirrored: Mirrored, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29, item 4: an audit of a large mirror said nothing until its summary."""
+    monkeypatch.setattr(audit_module, "PROGRESS_EVERY", 10)
+    client, source, mirror, _ = mirrored
+    for path in sorted((tmp_path / "mirror").rglob("r0*.txt")):  # 10 resources lost
+        path.unlink()
+    with caplog.at_level(logging.INFO):
+        report = run_audit(client, mirror, capability_list_url=source.capability_list_url,
+                           repair=True, deep=True, concurrency=1)
+    assert (report.repaired, report.clean) == (10, True)
+    said = _progress(caplog)
+    assert _how_far(said) == ["checking: 10 of 30", "checking: 20 of 30", "checking: 30 of 30",
+                              "repairing: 10 of 10"]
+    assert said[0].endswith(" s left): 10 missing, 0 extra, 0 mismatched")
+    assert "B/s, about" in said[1]  # a deep audit reads the bytes: their rate too
+    assert said[-1].endswith("/s): 0 missing, 0 extra, 0 mismatched") and "B/s" not in said[-1]
