@@ -116,6 +116,10 @@ class Deployment:
             if component == "api-server":
                 arguments = ("--host", "127.0.0.1", "--port", str(self.port), *arguments)
             self._spawn(component, (component, *arguments), self.env)
+        self._start_workers()
+
+    def _start_workers(self) -> None:
+        """Each worker with its own HOME and TMPDIR, and its name as its hostname."""
         # the workers' queue made first: two workers creating it at once in SQLite collide (a
         # UNIQUE constraint fails, and the worker exits); kombu's use of SQLAlchemy's deprecated
         # noload is not ours to report
@@ -126,12 +130,11 @@ class Deployment:
         for name, folder in self.workers.items():
             (folder / "home").mkdir(parents=True)
             (folder / "tmp").mkdir()
-            self._spawn(name, ("celery", "worker", "--queues", QUEUE,
-                               "--celery-hostname", f"{name}@%h", *_WORKER_ARGUMENTS),
-                        self.env | {
-                "HOME": str(folder / "home"), "TMPDIR": str(folder / "tmp"),
-                "DEPLOYMENT_WORKER": name, "PYTHONPATH": str(_ROOT),
-                "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tests.deployment.hostname.worker_name"})
+            own = {"HOME": str(folder / "home"), "TMPDIR": str(folder / "tmp"),
+                   "DEPLOYMENT_WORKER": name, "PYTHONPATH": str(_ROOT),
+                   "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tests.deployment.hostname.worker_name"}
+            self._spawn(name, ("celery", "worker", "--queues", QUEUE, "--celery-hostname",
+                               f"{name}@%h", *_WORKER_ARGUMENTS), self.env | own)
 
     def _spawn(self, name: str, arguments: tuple[str, ...], env: Mapping[str, str]) -> None:
         with (self.home / f"{name}.log").open("wb") as out:
