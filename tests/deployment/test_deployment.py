@@ -53,7 +53,7 @@ def test_sharded_baseline_on_two_workers_then_incremental_runs_woken_by_the_trig
     assert sum(deployment.xcom(SHARDED, baseline_run, "baseline", index)["stats"]["fetched"]
                for index in range(3)) == 12
     for folder in deployment.workers.values():
-        assert list((folder / "tmp").glob("resourcesync-cache.*"))  # not another worker's
+        assert list((folder / "tmp").glob("resourcesync-cache.*"))  # its tasks: its TMPDIR
     assert deployment.xcom(SHARDED, baseline_run, "audit")["clean"] is True
     assert held.objects() == held.expected()
 
