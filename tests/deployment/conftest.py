@@ -1,10 +1,14 @@
-"""A running Airflow deployment (see ``deployment.py``) and a loopback Source it mirrors."""
+"""A running Airflow deployment (see ``deployment.py``), a loopback Source it mirrors and a bucket
+of moto's S3 server it mirrors into."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import boto3
 import pytest
 
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
@@ -24,22 +28,32 @@ def source() -> Iterator[ResourceSyncSource]:
 
 
 @pytest.fixture
-def mirror(tmp_path: Path) -> Path:
-    """The example DAGs' destination (``RESOURCESYNC_MIRROR_DIR``)."""
-    return tmp_path / "mirror"
+def s3_client(s3_endpoint: str) -> Any:
+    return boto3.client("s3", endpoint_url=s3_endpoint, aws_access_key_id="test",
+                        aws_secret_access_key="test", region_name="us-east-1")
 
 
 @pytest.fixture
-def deployment(tmp_path: Path, mirror: Path) -> Iterator[Deployment]:
-    """Airflow's api-server, scheduler, dag-processor and triggerer running in a temporary
-    AIRFLOW_HOME on SQLite, every component healthy; every process stopped on teardown. The
-    Change List sensor of ``incremental_mirror`` is deferrable (Airflow's ``[operators]
-    default_deferrable``) and looks every second; the watcher of ``incremental_on_change``
-    polls every second."""
+def mirror(s3_client: Any) -> str:
+    """The example DAGs' destination (``RESOURCESYNC_SHARDED_DESTINATION`` and
+    ``RESOURCESYNC_MIRROR_DIR``): a prefix of a new bucket."""
+    bucket = f"deployment-{uuid.uuid4().hex[:12]}"
+    s3_client.create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/mirror/"
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, mirror: str) -> Iterator[Deployment]:
+    """Airflow's api-server, scheduler (CeleryExecutor), dag-processor and triggerer, and two
+    Celery workers, running in a temporary AIRFLOW_HOME on SQLite, every component healthy and
+    every worker ready; every process stopped on teardown. The Change List sensor of
+    ``incremental_mirror`` is deferrable (Airflow's ``[operators] default_deferrable``) and looks
+    every second; the watcher of ``incremental_on_change`` polls every second."""
     home = tmp_path / "airflow-home"
     home.mkdir()
     running = Deployment(home, {
-        "RESOURCESYNC_MIRROR_DIR": str(mirror),
+        "RESOURCESYNC_SHARDED_DESTINATION": mirror,
+        "RESOURCESYNC_MIRROR_DIR": mirror,
         "RESOURCESYNC_POKE_INTERVAL": "1",
         "RESOURCESYNC_POLL_INTERVAL": "1",
         "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
@@ -49,6 +63,7 @@ def deployment(tmp_path: Path, mirror: Path) -> Iterator[Deployment]:
         running.migrate()
         running.start()
         running.wait_healthy()
+        running.wait_workers()
         yield running
     finally:
         running.stop()

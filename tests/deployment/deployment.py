@@ -1,10 +1,13 @@
 """A real Airflow deployment for a test: Airflow's own processes, started as subprocesses in a
 temporary AIRFLOW_HOME on SQLite, and spoken to over its REST API (/api/v2) on 127.0.0.1.
 
-The api-server, scheduler (LocalExecutor), dag-processor and triggerer each run in a process group
-of their own, with their output in ``<home>/<component>.log``; :meth:`Deployment.stop` ends each
-group (SIGTERM, then SIGKILL after a timeout). Every wait is bounded, and a wait that runs out
-fails the test with the tail of each process's log and of the task logs.
+The api-server, scheduler (CeleryExecutor), dag-processor and triggerer each run in a process
+group of their own, with their output in ``<home>/<component>.log``, and so do two Celery workers,
+each with a HOME and a scratch folder (TMPDIR) of its own, as on two machines. The broker and the
+result backend are SQLite files in AIRFLOW_HOME (kombu's SQLAlchemy transport): no service to
+install or start. :meth:`Deployment.stop` ends each group (SIGTERM, then SIGKILL after a
+timeout). Every wait is bounded, and a wait that runs out fails the test with the tail of each
+process's log and of the task logs.
 """
 
 from __future__ import annotations
@@ -17,20 +20,26 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+import kombu
 import pytest
 
 from airflow_provider_resourcesync.demo import airflow_environment
 
-__all__ = ["COMPONENTS", "Deployment", "free_port"]
+__all__ = ["COMPONENTS", "QUEUE", "WORKERS", "Deployment", "free_port"]
 
 #: Airflow's processes, as ``airflow <component>`` starts them.
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: The Celery workers (``airflow celery worker``), by the hostname each gives its task instances.
+WORKERS = ("worker-1", "worker-2")
+#: The queue they take tasks from: Airflow's ``[operators] default_queue``.
+QUEUE = "default"
 #: How many lines of each log a failure shows.
 TAIL_LINES = 40
 #: How many task logs a failure shows (the newest).
@@ -39,6 +48,12 @@ TASK_LOGS = 6
 #: fixed ports, and the api-server reads the task logs from AIRFLOW_HOME).
 _ARGUMENTS = {"api-server": ("--workers", "1"), "scheduler": ("--skip-serve-logs",),
               "triggerer": ("--skip-serve-logs",)}
+#: A worker's: one task at a time (each takes one of the queued tasks, not all), and no waiting
+#: on other workers at start.
+_WORKER_ARGUMENTS = ("--concurrency", "1", "--skip-serve-logs", "--without-mingle",
+                     "--without-gossip")
+#: The repository, on the workers' path for :mod:`.hostname`.
+_ROOT = Path(__file__).resolve().parents[2]
 _T = TypeVar("_T")
 
 
@@ -64,7 +79,9 @@ class Deployment:
         outside = {name: value for name, value in os.environ.items()
                    if not name.startswith("AIRFLOW")}  # not the test session's own Airflow
         self.env = outside | airflow_environment(home, verbose=True) | {
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CELERY__BROKER_URL": f"sqla+sqlite:///{home}/celery-broker.db",
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"db+sqlite:///{home}/celery-results.db",
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__API__BASE_URL": self.url,
@@ -72,6 +89,8 @@ class Deployment:
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__API__SECRET_KEY": secrets.token_hex(32),
         } | dict(environment)
+        #: each worker's own folder, holding its HOME (``home``) and TMPDIR (``tmp``)
+        self.workers = {name: home / "workers" / name for name in WORKERS}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.client = httpx.Client(base_url=f"{self.url}/api/v2", timeout=30.0)
 
@@ -91,9 +110,10 @@ class Deployment:
             pytest.fail(f"airflow db migrate exited with {done.returncode}:\n" + _tail(log))
 
     def start(self) -> None:
-        """Start every component, each in its own process group."""
+        """Start every component and worker, each in its own process group."""
         for component in COMPONENTS:
-            self._start(component, "wb")
+            self._start(component)
+        self._start_workers()
 
     def restart(self, component: str, between: Callable[[], object], timeout: float = 30.0
                 ) -> None:
@@ -109,14 +129,36 @@ class Deployment:
         between()
         self._start(component, "ab")
 
-    def _start(self, component: str, mode: str) -> None:
+    def _start(self, component: str, mode: str = "wb") -> None:
         arguments = _ARGUMENTS.get(component, ())
         if component == "api-server":
             arguments = ("--host", "127.0.0.1", "--port", str(self.port), *arguments)
-        with (self.home / f"{component}.log").open(mode) as out:
-            self.processes[component] = subprocess.Popen(
-                self._command(component, *arguments), env=self.env, stdout=out,
-                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._spawn(component, (component, *arguments), self.env, mode)
+
+    def _start_workers(self) -> None:
+        """Each worker with its own HOME and TMPDIR, and its name as its hostname."""
+        # the workers' queue made first: two workers creating it at once in SQLite collide (a
+        # UNIQUE constraint fails, and the worker exits); kombu's use of SQLAlchemy's deprecated
+        # noload is not ours to report
+        with warnings.catch_warnings(), kombu.Connection(
+                self.env["AIRFLOW__CELERY__BROKER_URL"]) as broker:
+            warnings.simplefilter("ignore", DeprecationWarning)
+            broker.SimpleQueue(QUEUE).close()
+        for name, folder in self.workers.items():
+            (folder / "home").mkdir(parents=True)
+            (folder / "tmp").mkdir()
+            own = {"HOME": str(folder / "home"), "TMPDIR": str(folder / "tmp"),
+                   "DEPLOYMENT_WORKER": name, "PYTHONPATH": str(_ROOT),
+                   "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tests.deployment.hostname.worker_name"}
+            self._spawn(name, ("celery", "worker", "--queues", QUEUE, "--celery-hostname",
+                               f"{name}@%h", *_WORKER_ARGUMENTS), self.env | own)
+
+    def _spawn(self, name: str, arguments: tuple[str, ...], env: Mapping[str, str],
+               mode: str = "wb") -> None:
+        with (self.home / f"{name}.log").open(mode) as out:
+            self.processes[name] = subprocess.Popen(
+                self._command(*arguments), env=env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
 
     def stop(self, timeout: float = 30.0) -> None:
         """End every process group started: SIGTERM, then SIGKILL for what outlives
@@ -164,7 +206,7 @@ class Deployment:
         tasks = sorted((self.home / "logs").glob("dag_id=*/**/*.log"),
                        key=lambda path: path.stat().st_mtime)[-TASK_LOGS:]
         files = [self.home / "db-migrate.log",
-                 *(self.home / f"{name}.log" for name in COMPONENTS), *tasks]
+                 *(self.home / f"{name}.log" for name in (*COMPONENTS, *WORKERS)), *tasks]
         return "\n".join(_tail(path) for path in files if path.is_file())
 
     # -- the REST API ----------------------------------------------------------------------------
@@ -187,6 +229,14 @@ class Deployment:
                                for part in parts) else None
 
         self.wait_for("every component healthy (/api/v2/monitor/health)", healthy, timeout)
+
+    def wait_workers(self, timeout: float = 120.0) -> None:
+        """Until every Celery worker says it is ready (the health endpoint does not know them)."""
+        for name in WORKERS:
+            log = self.home / f"{name}.log"
+            self.wait_for(f"the Celery worker {name} ready",
+                          lambda log=log: True if " ready." in log.read_text(errors="replace")
+                          else None, timeout)
 
     def wait_dag(self, dag_id: str, timeout: float = 120.0) -> None:
         """Until the dag-processor has parsed ``dag_id`` (it has no import error)."""
@@ -249,10 +299,16 @@ class Deployment:
                                 for line in log.read_text(errors="replace").splitlines())
             else None, timeout)
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str) -> Any:
-        """The task's ``return_value``."""
+    def mapped(self, dag_id: str, run_id: str, task_id: str) -> list[dict[str, Any]]:
+        """The instances of a mapped task, by map index."""
+        listed = self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+                          "/listMapped", params={"order_by": "map_index"})
+        return list(listed["task_instances"])
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> Any:
+        """The task's ``return_value`` (of one instance of a mapped task, by its index)."""
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
-                        "/xcomEntries/return_value")["value"]
+                        "/xcomEntries/return_value", params={"map_index": map_index})["value"]
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
         """The text of a task's log, as the REST API serves it."""

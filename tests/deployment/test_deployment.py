@@ -1,10 +1,13 @@
-"""The provider in a real Airflow deployment (issue 16): Airflow's own api-server, scheduler
-(LocalExecutor), dag-processor and triggerer as separate processes on SQLite, driven through the
-REST API as a user drives them, against a loopback Source.
+"""The provider in a real Airflow deployment (issues 16 and 29): Airflow's own api-server,
+scheduler (CeleryExecutor), dag-processor and triggerer as separate processes on SQLite, and two
+Celery workers, each with its own HOME and scratch folder, driven through the REST API as a user
+drives them, against a loopback Source, into a bucket of moto's S3 server over HTTP.
 
-``dag.test()`` runs triggers inline in the test's process; here the Change List sensor defers to
-the triggerer process, which must wake it when the Source changes, and the checkpoint must chain
-from one run to the next through the XCom the deployment stored. Then the event-driven example,
+The sharded baseline's mapped tasks run on both workers, and the combining task makes one mirror
+of what they wrote to the bucket. ``dag.test()`` runs triggers inline in the test's process;
+here the Change List sensor defers to the triggerer process, which must wake it when the Source
+changes, and the checkpoint must chain from one run to the next through the XCom the deployment
+stored, whichever worker runs each task. Then the event-driven example,
 ``incremental_on_change``, is unpaused: the triggerer runs its Asset watcher, and a change at the
 Source starts a run with no one triggering it; and again once the triggerer is restarted, for a
 change made while it was down.
@@ -14,36 +17,47 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 
-from .deployment import Deployment
+from .deployment import WORKERS, Deployment
 
+SHARDED = "sharded_baseline"
 INCREMENTAL = "incremental_mirror"
 ON_CHANGE = "incremental_on_change"
 
 
-def test_mirror_then_incremental_runs_woken_by_the_triggerer(
-        source: ResourceSyncSource, deployment: Deployment, mirror: Path) -> None:
+def test_sharded_baseline_on_two_workers_then_incremental_runs_woken_by_the_triggerer(
+        source: ResourceSyncSource, deployment: Deployment, mirror: str, s3_client: Any,
+        s3_endpoint: str) -> None:
     # (the Source first: it is stopped after the deployment that reads it)
     deployment.api("POST", "/connections", json={
         "connection_id": "resourcesync_default", "conn_type": "resourcesync",
         "host": source.server.url("/"), "extra": json.dumps({"allow_private": True})})
     _test_button_passes(deployment, source)
-    keys = KeyMapper()
+    deployment.api("POST", "/connections", json={
+        "connection_id": "aws_default", "conn_type": "aws", "login": "test", "password": "test",
+        "extra": json.dumps({"endpoint_url": s3_endpoint, "region_name": "us-east-1"})})
+    held = _Mirror(s3_client, mirror, source)
 
-    # the baseline, then the audit
-    deployment.wait_dag("mirror_to_local")
-    deployment.unpause("mirror_to_local")
-    baseline_run = deployment.trigger("mirror_to_local")
-    deployment.wait_run("mirror_to_local", baseline_run)
-    assert deployment.xcom("mirror_to_local", baseline_run, "baseline")["stats"]["fetched"] == 12
-    assert deployment.xcom("mirror_to_local", baseline_run, "audit")["clean"] is True
-    assert (mirror / keys.key(source.uri("item-00.txt"))).read_bytes() == b"item 0\n"
+    # the baseline in three shards, run by both workers, each in its own scratch folder; then
+    # combined into one mirror, and audited
+    deployment.wait_dag(SHARDED)
+    deployment.unpause(SHARDED)
+    baseline_run = deployment.trigger(SHARDED)
+    deployment.wait_run(SHARDED, baseline_run)
+    shards = deployment.mapped(SHARDED, baseline_run, "baseline")
+    assert [shard["map_index"] for shard in shards] == [0, 1, 2]
+    assert {shard["hostname"] for shard in shards} == set(WORKERS)
+    assert sum(deployment.xcom(SHARDED, baseline_run, "baseline", index)["stats"]["fetched"]
+               for index in range(3)) == 12
+    for folder in deployment.workers.values():
+        assert list((folder / "tmp").glob("resourcesync-cache.*"))  # its tasks: its TMPDIR
+    assert deployment.xcom(SHARDED, baseline_run, "audit")["clean"] is True
+    assert held.objects() == held.expected()
 
     # unpaused, the hourly DAG runs at once (catchup=False): its sensor defers, and the
     # triggerer wakes it once the Source publishes a change
@@ -55,8 +69,8 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
         source.update("item-01.txt", b"item 1, revised\n"),
         source.create("item-new.txt", b"new item\n")))
     assert first_checkpoint["stats"]["changes"] == 2
-    assert (mirror / keys.key(source.uri("item-01.txt"))).read_bytes() == b"item 1, revised\n"
-    assert (mirror / keys.key(source.uri("item-new.txt"))).read_bytes() == b"new item\n"
+    assert held.objects() == held.expected()
+    assert held.objects()[held.key("item-new.txt")] == b"new item\n"
     assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
         INCREMENTAL, first, "sync")
 
@@ -69,16 +83,17 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
     first_position, second_position = first_checkpoint["position"], second_checkpoint["position"]
     assert second_position["list_url"] == first_position["list_url"]
     assert second_position["consumed"] == first_position["consumed"] + 1
-    assert not (mirror / keys.key(source.uri("item-02.txt"))).exists()
+    assert held.key("item-02.txt") not in held.objects()
+    assert held.objects() == held.expected()
     assert "Starting from the mirror's saved checkpoint" in deployment.task_log(
         INCREMENTAL, second, "sync")
 
     # an Asset event per run that wrote the mirror, saying what the run did
     events = deployment.api("GET", "/assets/events", params={"order_by": "timestamp"})
     written = [(event["source_dag_id"], event["extra"]) for event in events["asset_events"]
-               if event["uri"].rstrip("/") == mirror.as_uri()]
+               if event["uri"] == mirror.rstrip("/")]
     assert [(dag, extra["kind"]) for dag, extra in written] == [
-        ("mirror_to_local", "baseline"), (INCREMENTAL, "incremental"),
+        (SHARDED, "baseline"), (INCREMENTAL, "incremental"),
         (INCREMENTAL, "incremental")]
     assert written[-1][1]["position"] == second_checkpoint["position"]
 
@@ -88,7 +103,8 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
         "item-03.txt", b"item 3, revised\n"))
     assert on_change["stats"]["changes"] == 1
     assert on_change["position"]["consumed"] == second_position["consumed"] + 1
-    assert (mirror / keys.key(source.uri("item-03.txt"))).read_bytes() == b"item 3, revised\n"
+    assert held.objects()[held.key("item-03.txt")] == b"item 3, revised\n"
+    assert held.objects() == held.expected()
 
     # the watcher keeps what it saw in its Asset's state store: a change made while the
     # triggerer is down starts a run at the restarted trigger's first poll
@@ -101,7 +117,35 @@ def test_mirror_then_incremental_runs_woken_by_the_triggerer(
                            if run["dag_run_id"] != before["dag_run_id"]]), timeout=180)
     deployment.wait_run(ON_CHANGE, after_restart)
     assert deployment.xcom(ON_CHANGE, after_restart, "sync")["stats"]["changes"] == 1
-    assert (mirror / keys.key(source.uri("item-04.txt"))).read_bytes() == b"item 4, revised\n"
+    assert held.objects()[held.key("item-04.txt")] == b"item 4, revised\n"
+    assert held.objects() == held.expected()
+
+
+class _Mirror:
+    """The mirror in the bucket, beside what it must hold: the Source's resources, each under the
+    key the provider maps its URI to (its own state under ``.resourcesync/`` left out)."""
+
+    def __init__(self, s3_client: Any, url: str, source: ResourceSyncSource) -> None:
+        self.s3_client = s3_client
+        parts = urlsplit(url)
+        self.bucket, self.prefix = parts.netloc, parts.path.lstrip("/")
+        self.source = source
+        self.keys = KeyMapper()
+
+    def key(self, name: str) -> str:
+        return self.prefix + self.keys.key(self.source.uri(name))
+
+    def expected(self) -> dict[str, bytes]:
+        return {self.prefix + self.keys.key(uri): body
+                for uri, body in self.source.state().items()}
+
+    def objects(self) -> dict[str, bytes]:
+        pages = self.s3_client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=self.prefix)
+        keys = [item["Key"] for page in pages for item in page.get("Contents", ())
+                if not item["Key"].startswith(self.prefix + ".resourcesync/")]
+        return {key: self.s3_client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+                for key in keys}
 
 
 def _test_button_passes(deployment: Deployment, source: ResourceSyncSource) -> None:
