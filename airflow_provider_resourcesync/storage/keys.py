@@ -29,7 +29,9 @@ So two spellings a server takes for one resource share a key: ``%7E`` and ``~``,
 ``%2F``, ``a%20b`` and the (invalid) ``a b``, an IRI's ``é`` and ``%C3%A9``, and, in a path,
 an escaped reserved character and itself (``%2B`` and ``+``, as file servers and S3 read
 them); two resources whose decoded paths differ never do. A Source that tells ``a%3Bb`` from
-``a;b`` in its paths is mirrored with ``key_layout="escaped"``.
+``a;b`` in its paths is mirrored with ``key_layout="escaped"``; in the readable layout the
+second of two such URIs is refused while the mirror holds the first (``sync/transfer.py``), so
+neither writes over nor deletes the other.
 
 **escaped** (mirrors made before layouts were recorded): a name is the segment as the URI
 spells it, every character outside ``A-Z a-z 0-9 - . _ ~`` escaped, ``%`` included

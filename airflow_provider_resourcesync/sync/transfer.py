@@ -17,14 +17,14 @@ from dataclasses import replace
 from datetime import datetime
 
 from ..client.sync_client import ResourceSyncClient
-from ..errors import ResourceSyncError
+from ..errors import ResourceSyncError, UnstorableKeyError
 from ..protocol.hashes import Digester, stored_digests
 from ..protocol.model import Entry
 from ..protocol.package import DumpPackage
-from ..storage.base import Destination, ObjectInfo
+from ..storage.base import Destination, ObjectInfo, shown_key
 from ..storage.keys import KeyMapper
 from ..writer import MirrorState, ObjectRecord
-from .compare import Expected, agrees
+from .compare import Expected, agrees, identity
 from .tally import Outcome
 
 __all__ = ["Transfer"]
@@ -55,7 +55,9 @@ class Transfer:
             if loc != entry.loc:
                 entry = replace(entry, loc=loc)
             with self._locks.hold(key):
-                if self.unchanged(Expected.of(entry), key):
+                held = self.destination.info(key)
+                self._check_not_another(entry.loc, key, held)
+                if self.unchanged(Expected.of(entry), key, held):
                     return Outcome(entry.loc, "unchanged")
                 return write(entry, key)
         except ResourceSyncError as error:  # the reason without the URL the outcome names
@@ -73,7 +75,7 @@ class Transfer:
                 record = self.state.get(uri)
                 if record is None:
                     info = self.destination.info(key)
-                    if info is None:
+                    if info is None or self._another(uri, key, info):
                         return Outcome(uri, "unchanged")
                     self.state.put(record := replace(ObjectRecord.of(key, info), uri=uri))
                 if _later(record.lastmod, unless_newer_than):
@@ -89,11 +91,30 @@ class Transfer:
 
     # -- the steps -------------------------------------------------------------------------------
 
-    def unchanged(self, expected: Expected, key: str) -> bool:
-        """Whether the object at ``key`` is the described resource, by its stored description
-        (no bytes read). Such an object missing from the state (a run killed before it saved)
-        is recorded there."""
-        info = self.destination.info(key)
+    def _another(self, uri: str, key: str, held: ObjectInfo | None) -> str | None:
+        """The other resource the object at ``key`` is, where the mirror still holds it there:
+        two URIs whose keys are one (the readable layout names ``a%2Bb`` and ``a+b`` alike)."""
+        if held is None:
+            return None
+        other = identity(held.uri)
+        if other == uri:
+            return None
+        record = self.state.get(other)
+        return other if record is not None and record.key == key else None
+
+    def _check_not_another(self, uri: str, key: str, held: ObjectInfo | None) -> None:
+        """Refuse to write over the object of another resource the mirror holds at ``key``."""
+        other = self._another(uri, key, held)
+        if other is not None:
+            raise UnstorableKeyError(
+                f"its key {shown_key(key)} holds {other}, which the mirror keeps: the two URIs "
+                "have one key (key_layout 'readable' names an escaped reserved character as "
+                "itself); mirror such a Source with key_layout='escaped'")
+
+    def unchanged(self, expected: Expected, key: str, info: ObjectInfo | None) -> bool:
+        """Whether ``info``, the object at ``key``, is the described resource, by its stored
+        description (no bytes read). Such an object missing from the state (a run killed before
+        it saved) is recorded there."""
         if info is None or agrees(expected, info) is not True:
             return False
         self.keep(replace(ObjectRecord.of(key, info), uri=expected.uri), fetched=False)

@@ -11,12 +11,15 @@ from lxml import etree
 
 from airflow_provider_resourcesync.client.sync_client import ResourceSyncClient
 from airflow_provider_resourcesync.errors import ConfigurationError
+from airflow_provider_resourcesync.protocol.model import Entry
 from airflow_provider_resourcesync.storage.base import Destination
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.storage.local import LocalDestination
+from airflow_provider_resourcesync.sync.transfer import Transfer
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 from airflow_provider_resourcesync.writer import LAYOUT, RESOURCE_LIST, MirrorState
 
+from .conftest import held
 from .test_baseline import baseline
 from .test_incremental import in_step, incremental
 
@@ -110,3 +113,25 @@ def test_the_mirror_as_a_source_names_each_file_by_its_url(
     files = {str(path.relative_to(local.root)) for path in local.root.rglob("*")
              if path.is_file() and ".resourcesync" not in path.parts}
     assert {unquote(loc.removeprefix(public)) for loc in locs} == files
+
+
+def test_two_uris_of_one_readable_key_never_write_over_or_delete_each_other(
+        client: ResourceSyncClient, destination: Destination, server: SourceServer) -> None:
+    """RFC 3986 2.2: ``a%2Bb`` is another resource than ``a+b``, but the readable layout names
+    both ``a+b``. The second is refused, naming the first; its removal leaves the first's file."""
+    server.put("/d/a+b.txt", b"plus\n")
+    server.put("/d/a%2Bb.txt", b"escaped plus\n")
+    plus, escaped = server.url("/d/a+b.txt"), server.url("/d/a%2Bb.txt")
+    mapper = KeyMapper(layout="readable")
+    assert mapper.key(plus) == mapper.key(escaped)
+    with MirrorState.load(destination) as state:
+        transfer = Transfer(destination, state, mapper)
+        assert transfer.mirror(client, Entry(plus)).kind == "fetched"
+        refused = transfer.mirror(client, Entry(escaped))
+        assert refused.kind == "failed" and not refused.rerun_helps
+        assert plus in (refused.reason or "") and "key_layout='escaped'" in (refused.reason or "")
+        assert transfer.remove(escaped).kind == "unchanged"
+        assert held(destination) == {plus: b"plus\n"}
+        assert transfer.remove(plus).kind == "removed"  # the escaped one may come now
+        assert transfer.mirror(client, Entry(escaped)).kind == "fetched"
+    assert held(destination) == {escaped: b"escaped plus\n"}
