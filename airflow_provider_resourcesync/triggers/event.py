@@ -17,9 +17,8 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from ..client.navigate import capability_documents, choose_capability
@@ -29,6 +28,9 @@ from ..protocol.model import Capability
 from ..shell import capability_list_of
 from .changelist import check_intervals
 from .marks import ChangeListMarks
+
+if TYPE_CHECKING:  # Airflow 3.3's (AIP-103); before it, triggers have no Asset state store
+    from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 
 __all__ = ["MAX_NAMED", "STATE_KEY", "ResourceSyncChangeEventTrigger"]
 
@@ -130,7 +132,8 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
     async def _restore(self, url: str) -> ChangeListMarks:
         """The marks kept for ``url`` before the watch was started again, else none; the store
         is used from then on only where it could be read."""
-        marks, self._store = ChangeListMarks(url), self.asset_state_store
+        marks = ChangeListMarks(url)
+        self._store = getattr(self, "asset_state_store", None)  # none before Airflow 3.3
         if self._store is None:
             self._not_kept(None)
         else:
@@ -164,7 +167,8 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
             "What the watch of %s sees is kept in memory only: a change made while it is not "
             "running will wake nothing. %s", self.change_list_url or
             f"the Change List of {self.resourcesync_conn_id}",
-            "No Asset state store (run outside a triggerer?)" if error is None else
+            "No Asset state store (run outside a triggerer, or on Airflow before 3.3?)"
+            if error is None else
             f"The Asset state store failed: {error}")
 
     def _discover(self) -> str:
