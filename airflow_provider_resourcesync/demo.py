@@ -86,6 +86,8 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
     """
     if resources < 3:
         raise ValueError(f"resources={resources}: the demo changes three resources")
+    from .run_records import dag_test  # imports airflow: once the environment is set
+
     destination = destination.resolve()
     sample = sample_resources(resources)
     names = sorted(sample)
@@ -96,7 +98,7 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
                       "extra": {"allow_private": True}}
         with set_environment({"AIRFLOW_CONN_RESOURCESYNC_DEFAULT": json.dumps(connection),
                        "RESOURCESYNC_MIRROR_DIR": str(destination)}):
-            baseline = summarize(load_example_dag("mirror_to_local").test())
+            baseline = summarize(dag_test(load_example_dag("mirror_to_local")))
             files, own = held_files(destination)
             if not baseline.succeeded:
                 return DemoResult(server.url("/"), resources, destination, baseline, files, own,
@@ -105,8 +107,8 @@ def run_demo(destination: Path, *, resources: int = 36) -> DemoResult:
                        source.create("records/record-new.json", b'{"id": "new"}\n'),
                        source.delete(names[1])]
             source.publish()
-            incremental = summarize(load_example_dag("incremental_mirror").test(
-                logical_date=datetime.now(UTC)))
+            incremental = summarize(dag_test(load_example_dag("incremental_mirror"),
+                                             logical_date=datetime.now(UTC)))
     mapper = KeyMapper()
     arrivals = [Arrival(str(record.change), mapper.key(record.uri),
                         _holds(destination / mapper.key(record.uri), record.body))

@@ -35,6 +35,8 @@ def run_publish_demo(work: Path, *, log: bool = True) -> bool:
     into ``work/mirror``, change the collection, publish and follow again; whether the mirror
     then equals the collection. Airflow must be configured and migrated (as :func:`main` does).
     """
+    from .run_records import dag_test  # imports airflow: once the environment is set
+
     collection, published, mirror = work / "collection", work / "published", work / "mirror"
     for name, body in sample_resources(12).items():
         (collection / name).parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +57,7 @@ def run_publish_demo(work: Path, *, log: bool = True) -> bool:
                        "RESOURCESYNC_CHANGES_FROM": "changedump"}):
             def run(dag_id: str, when: datetime | None = None) -> bool:
                 files.refresh()  # served as they are when the run checks their URLs
-                result = summarize(load_example_dag(dag_id).test(logical_date=when))
+                result = summarize(dag_test(load_example_dag(dag_id), logical_date=when))
                 files.refresh()
                 publication.refresh()
                 server.put("/.well-known/resourcesync",  # where Destinations look (6.3.2)

@@ -39,22 +39,12 @@ class RunSummary:
 
 def summarize(run: Any) -> RunSummary:
     """A finished ``dag.test()`` run, read from the metadata database."""
-    from airflow.models.asset import AssetEvent
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
+    # imports airflow: not before the demo set its environment
+    from .run_records import asset_events, states, xcoms
 
-    with create_session() as session:
-        instances = sorted(run.get_task_instances(session=session),
-                           key=lambda ti: (ti.start_date is None, ti.start_date))
-        tasks = {ti.task_id: str(ti.state) for ti in instances}
-        xcoms = {row.task_id: XComModel.deserialize_value(row) for row in session.scalars(
-            select(XComModel).where(XComModel.dag_id == run.dag_id,
-                                    XComModel.run_id == run.run_id,
-                                    XComModel.key == "return_value"))}
-        assets = [event.asset.uri for event in session.scalars(
-            select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
-    return RunSummary(run.dag_id, run.run_id, str(run.state), tasks, xcoms, assets)
+    pushed = {task: value for (task, _), value in xcoms(run).items()}
+    assets = [uri for uri, _ in asset_events(run)]
+    return RunSummary(run.dag_id, run.run_id, str(run.state), states(run), pushed, assets)
 
 
 def held_files(destination: Path) -> tuple[dict[str, int], list[str]]:

@@ -27,7 +27,7 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG, task
+from airflow.providers.common.compat.sdk import DAG, task
 
 from airflow_provider_resourcesync.hooks.destination import destination_from_url
 from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator

@@ -18,7 +18,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 
 from airflow_provider_resourcesync.operators.audit import ResourceSyncAuditOperator
 from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator

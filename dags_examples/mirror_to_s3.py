@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 
 from airflow_provider_resourcesync.operators.audit import ResourceSyncAuditOperator
 from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator

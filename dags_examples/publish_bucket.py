@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
-from airflow.sdk import DAG, task
+from airflow.providers.common.compat.sdk import DAG, task
 
 from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
 

@@ -25,7 +25,7 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG
+from airflow.providers.common.compat.sdk import DAG
 
 from airflow_provider_resourcesync.operators.publish import ResourceSyncPublishOperator
 

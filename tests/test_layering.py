@@ -32,23 +32,27 @@ ALLOWED = {
     "workdirs": {"errors"},
     "units": set(),
     "cores": set(),
+    # every Airflow name, on every supported release (issue 30); runs read back
+    "compat": {"errors"},
+    "run_records": {"compat"},
     # the Airflow shell (issue 29, item 7): hooks <- lineage, shell <- triggers <- sensors,
     # operators; the command line and the demos on top
-    "hooks": {"protocol", "client", "storage", "publish", "errors", "hooks"},
+    "hooks": {"protocol", "client", "storage", "publish", "errors", "hooks", "compat"},
     "lineage": {"hooks", "errors", "lineage", "lineage_facets"},
     "lineage_facets": set(),  # imported only where OpenLineage asks for facets
-    "shell": {"protocol", "client", "storage", "writer", "sync", "hooks", "errors", "shell"},
-    "triggers": {"protocol", "client", "hooks", "shell", "errors", "triggers"},
+    "shell": {"protocol", "client", "storage", "writer", "sync", "hooks", "errors", "shell",
+              "compat"},
+    "triggers": {"protocol", "client", "hooks", "shell", "errors", "triggers", "compat"},
     "sensors": {"protocol", "client", "storage", "writer", "sync", "hooks", "shell", "triggers",
-                "errors", "sensors"},
+                "errors", "sensors", "compat"},
     "operators": {"protocol", "client", "storage", "writer", "sync", "publish", "hooks",
-                  "lineage", "shell", "errors", "units", "operators"},
+                  "lineage", "shell", "errors", "units", "operators", "compat"},
     "cli": {"", "protocol", "client", "errors"},  # "": the package's version
     "get_provider_info": {""},
     "example_dags": set(),
-    "demo_report": {"storage"},
-    "demo": {"storage", "testing", "example_dags", "demo_report"},
-    "demo_publish": {"storage", "testing", "example_dags", "demo_report", "demo"},
+    "demo_report": {"storage", "run_records"},
+    "demo": {"storage", "testing", "example_dags", "demo_report", "run_records"},
+    "demo_publish": {"storage", "testing", "example_dags", "demo_report", "demo", "run_records"},
 }
 FORBIDDEN = {
     "protocol": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
@@ -63,7 +67,7 @@ FORBIDDEN = {
     "cores": {"airflow", "httpx", "boto3", "botocore", "smart_open", "requests"},
     **dict.fromkeys(["hooks", "lineage", "lineage_facets", "shell", "triggers", "sensors",
                      "operators", "cli", "get_provider_info", "example_dags", "demo_report",
-                     "demo", "demo_publish"], frozenset({"requests"})),
+                     "demo", "demo_publish", "compat", "run_records"], frozenset({"requests"})),
 }
 
 
@@ -121,6 +125,33 @@ def behind_the_face(package_dir: Path, layer: str) -> list[str]:
             for path in sorted(package_dir.rglob("*.py"))
             if path.parent != package_dir / layer
             for line, module in _imports(path) if module.startswith(inside)]
+
+
+#: Where Airflow keeps names its releases moved (``airflow.sdk`` is 3.x, and ``BaseHook`` and
+#: ``conf`` came to it in 3.1 and 3.2): imported by :mod:`compat` only (issue 30).
+MOVED = ("airflow.sdk", "airflow.triggers", "airflow.configuration", "airflow.hooks",
+         "airflow.models", "airflow.sensors", "airflow.datasets", "airflow.decorators")
+
+
+def moved_imports(package_dir: Path) -> list[str]:
+    """Every import of :data:`MOVED` outside ``compat.py`` and ``run_records.py`` (which reads
+    the models of each release), as ``file:line: import``."""
+    return [f"{path.relative_to(package_dir)}:{line}: {module}"
+            for path in sorted(package_dir.rglob("*.py"))
+            if path.name not in {"compat.py", "run_records.py"}
+            for line, module in _imports(path)
+            if module.startswith(MOVED) and module.partition(".")[0] == "airflow"]
+
+
+def test_airflow_names_come_through_compat() -> None:
+    assert moved_imports(Path(airflow_provider_resourcesync.__file__).parent) == []
+
+
+def test_the_compat_check_catches_a_moved_name(tmp_path: Path) -> None:
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "bad.py").write_text("from airflow.sdk import BaseHook\n"
+                                               "from airflow.providers.amazon import aws\n")
+    assert moved_imports(tmp_path) == ["hooks/bad.py:1: airflow.sdk"]
 
 
 def test_the_writer_is_used_through_its_face() -> None:

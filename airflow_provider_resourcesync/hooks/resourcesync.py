@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
-from airflow.sdk import BaseHook
-
 from ..client.async_client import AsyncResourceSyncClient
 from ..client.discover import Discovery, discover
 from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
+from ..compat import BaseHook
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability
 

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
-
+from ..compat import BaseOperator, Context
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook

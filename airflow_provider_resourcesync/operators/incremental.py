@@ -8,8 +8,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
-
+from ..compat import BaseOperator, Context
 from ..errors import ConfigurationError, NoCheckpointError
 from ..hooks.destination import destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook

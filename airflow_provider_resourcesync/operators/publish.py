@@ -9,8 +9,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from airflow.sdk import BaseOperator, Context
-
+from ..compat import BaseOperator, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_from_url
 from ..hooks.inventory import LIST, Inventoried, inventory_of

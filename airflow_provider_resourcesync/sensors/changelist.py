@@ -9,11 +9,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from airflow.sdk import BaseSensorOperator, Context, PokeReturnValue
-from airflow.sdk.configuration import conf
-
 from ..client.navigate import capability_documents, choose_capability
 from ..client.watch import Plan, Sighting, drive
+from ..compat import BaseSensorOperator, Context, PokeReturnValue, conf
 from ..errors import ChangeGapError, NoCheckpointError, ResourceSyncError
 from ..hooks.destination import DestinationURL, destination_from_url
 from ..hooks.resourcesync import ResourceSyncHook

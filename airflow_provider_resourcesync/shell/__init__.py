@@ -6,8 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow.sdk import Asset, Context
-
+from ..compat import Asset, Context
 from ..errors import ConfigurationError
 from ..hooks.destination import destination_asset_uri
 from ..hooks.resourcesync import ResourceSyncHook

@@ -9,8 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from airflow.sdk import Context
-
+from ..compat import Context
 from ..errors import ConfigurationError
 from ..sync.checkpoint import Checkpoint
 from ..sync.log import Log

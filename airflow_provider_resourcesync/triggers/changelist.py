@@ -11,9 +11,8 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any, ClassVar
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
-
 from ..client.watch import Plan, Sighting, adrive, change_list_status, new_changes
+from ..compat import BaseTrigger, TriggerEvent
 from ..errors import ConfigurationError, ResourceSyncError
 from ..hooks.resourcesync import ResourceSyncHook
 from ..protocol.position import ChangePosition

@@ -19,9 +19,8 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from airflow.triggers.base import BaseEventTrigger, TriggerEvent
-
 from ..client.navigate import capability_documents, choose_capability
+from ..compat import BaseEventTrigger, TriggerEvent, require
 from ..errors import ResourceSyncError
 from ..hooks.resourcesync import ResourceSyncHook
 from ..protocol.model import Capability
@@ -30,7 +29,7 @@ from .changelist import check_intervals
 from .marks import ChangeListMarks
 
 if TYPE_CHECKING:  # Airflow 3.3's (AIP-103); before it, triggers have no Asset state store
-    from airflow.sdk.execution_time.context import AssetStateStoreAccessors
+    from ..compat import AssetStateStoreAccessors
 
 __all__ = ["MAX_NAMED", "STATE_KEY", "ResourceSyncChangeEventTrigger"]
 
@@ -73,6 +72,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
     def __init__(self, *, change_list_url: str | None = None,
                  resourcesync_conn_id: str = "resourcesync_default",
                  poll_interval: float = 60.0) -> None:
+        require("ResourceSyncChangeEventTrigger (an AssetWatcher's trigger)", "3.0")
         # BaseTrigger.__init__ is unannotated, and pyproject's untyped_calls_exclude misses a
         # call through super() (mypy issue 16653)
         super().__init__()  # type: ignore[no-untyped-call]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_resourcesync import run_records
 from airflow_provider_resourcesync.demo import load_example_dag
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource
@@ -56,30 +57,16 @@ def run_dag(dag_id: str, make: Callable[[], Any], *, params: dict[str, Any] | No
 
 def states(run: Any) -> dict[str, str]:
     """Task (``task[map_index]`` when mapped) -> final state."""
-    return {ti.task_id + (f"[{ti.map_index}]" if ti.map_index >= 0 else ""): str(ti.state)
-            for ti in run.get_task_instances()}
+    return run_records.states(run)
 
 
 def xcom(run: Any, task_id: str, map_index: int = -1) -> Any:
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        [row] = session.scalars(XComModel.get_many(
-            run_id=run.run_id, dag_ids=run.dag_id, task_ids=task_id, map_indexes=map_index,
-            key="return_value"))
-        return XComModel.deserialize_value(row)
+    return run_records.xcoms(run)[task_id, map_index]
 
 
 def asset_events(run: Any) -> list[tuple[str, dict[str, Any]]]:
     """The Asset events ``run`` recorded: each Asset's URI and the event's ``extra``."""
-    from airflow.models.asset import AssetEvent
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        return [(event.asset.uri, event.extra) for event in session.scalars(
-            select(AssetEvent).where(AssetEvent.source_run_id == run.run_id))]
+    return run_records.asset_events(run)
 
 
 def asset_event_uris(run: Any) -> list[str]:
