@@ -23,10 +23,13 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from airflow.sdk import DAG, Asset, AssetWatcher
-
+from airflow_provider_resourcesync.compat import require
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
+
+require("The example DAG incremental_on_change (an AssetWatcher)", "3.0")
+
+from airflow.sdk import DAG, Asset, AssetWatcher  # noqa: E402  (Airflow 3's: required above)
 
 DESTINATION = os.environ.get("RESOURCESYNC_MIRROR_DIR", str(Path.home() / "resourcesync-mirror"))
 POLL_INTERVAL = float(os.environ.get("RESOURCESYNC_POLL_INTERVAL", "60"))

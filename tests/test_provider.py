@@ -9,14 +9,16 @@ import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import airflow
 import jsonschema
 from airflow.providers_manager import ProvidersManager
-from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+from packaging.version import Version
 
 from airflow_provider_resourcesync import __version__
 from airflow_provider_resourcesync.client.policy import ClientPolicy
+from airflow_provider_resourcesync.compat import AIRFLOW_VERSION
 from airflow_provider_resourcesync.get_provider_info import get_provider_info
 from airflow_provider_resourcesync.hooks.resourcesync import EXTRA_FIELDS, ResourceSyncHook
 
@@ -36,7 +38,9 @@ def listed_providers(airflow: Path, home: Path,
     ``home``: distribution -> version."""
     listed = subprocess.run(
         [str(airflow), "providers", "list", "--output", "json"],
-        env={**environment, "AIRFLOW_HOME": str(home)},
+        # Airflow 3.0 prints its INFO logs on stdout, before the JSON
+        env={**environment, "AIRFLOW_HOME": str(home),
+             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"},
         capture_output=True, text=True, check=True, timeout=120,
     )
     return {p["package_name"]: p["version"] for p in json.loads(listed.stdout)}
@@ -49,8 +53,18 @@ def test_airflow_providers_list_shows_it(tmp_path: Path) -> None:
 
 # -- the connection type -------------------------------------------------------------------------
 
+def registered_hooks() -> Mapping[str, Any]:
+    """Connection type -> its hook's registration: the Task SDK's registry where the release has
+    one, else the providers manager's (which on those releases warns it is deprecated)."""
+    try:
+        from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+    except ImportError:
+        return ProvidersManager().hooks
+    return ProvidersManagerTaskRuntime().hooks
+
+
 def test_the_connection_type_is_registered_with_its_hook() -> None:
-    hook = ProvidersManagerTaskRuntime().hooks["resourcesync"]
+    hook = registered_hooks()["resourcesync"]
     assert hook is not None
     assert hook.hook_class_name == f"{ResourceSyncHook.__module__}.ResourceSyncHook"
     assert hook.connection_id_attribute_name == "resourcesync_conn_id"
@@ -59,9 +73,14 @@ def test_the_connection_type_is_registered_with_its_hook() -> None:
 
 
 def test_the_connection_form_is_read_from_the_provider_info() -> None:
+    """From Airflow 3.2, which reads the provider info's ``conn-fields`` and
+    ``ui-field-behaviour``; before, the form is Airflow's plain one (the extra as JSON)."""
     manager = ProvidersManager()
     widgets = {info.field_name: info for key, info in manager.connection_form_widgets.items()
                if key.startswith("extra__resourcesync__")}
+    if Version("3.2") > AIRFLOW_VERSION:
+        assert (widgets, manager.field_behaviours.get("resourcesync")) == ({}, None)
+        return
     assert set(widgets) == EXTRA_FIELDS
     assert {name for name, info in widgets.items() if info.is_sensitive} == {"token"}
     behaviour = manager.field_behaviours["resourcesync"]

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from packaging.version import Version
 
 from ..client.async_client import AsyncResourceSyncClient
 from ..client.discover import Discovery, discover
 from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
-from ..compat import BaseHook
+from ..compat import AIRFLOW_VERSION, BaseHook
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability
 
@@ -108,8 +111,14 @@ class ResourceSyncHook(BaseHook):
 
         :raises ConfigurationError: a connection field is wrong (the message names it).
         """
-        connection = await self.aget_connection(self.resourcesync_conn_id)
-        extra = await connection.aextra_dejson()
+        if Version("3.1") > AIRFLOW_VERSION:  # no async read: the blocking one, in a thread
+            connection = await asyncio.to_thread(self.get_connection, self.resourcesync_conn_id)
+        else:
+            connection = await self.aget_connection(self.resourcesync_conn_id)
+        if Version("3.3") > AIRFLOW_VERSION:  # aextra_dejson is 3.3's
+            extra = connection.extra_dejson
+        else:
+            extra = await connection.aextra_dejson()
         base_url, policy = policy_from_connection(connection, extra=extra, watch=self.watch)
         self._warn_unknown(extra)
         return AsyncResourceSyncClient(policy, source_urls=[base_url])

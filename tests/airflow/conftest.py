@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 
+from airflow_provider_resourcesync.compat import AIRFLOW_3
 from airflow_provider_resourcesync.testing import ResourceSyncSource, SourceServer
 
 AWS_CONN_ID = "aws_test"
@@ -23,6 +25,18 @@ def airflow_db() -> None:
     from airflow.utils import db
 
     db.resetdb()
+
+
+@pytest.fixture(autouse=True)
+def task_logs_printed_in_each_test() -> Iterator[None]:
+    """Airflow 2's ``dag.test()`` prints task logs through a handler it adds once per process,
+    on the ``sys.stdout`` of that first run (a test's captured output): removed after each
+    test, so the next test's runs print to its own."""
+    yield
+    if not AIRFLOW_3:
+        task_log = logging.getLogger("airflow.task")
+        for handler in [h for h in task_log.handlers if type(h) is logging.StreamHandler]:
+            task_log.removeHandler(handler)
 
 
 @pytest.fixture

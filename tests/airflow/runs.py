@@ -8,7 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from airflow_provider_resourcesync import run_records
+from airflow_provider_resourcesync.compat import AIRFLOW_3
 from airflow_provider_resourcesync.demo import load_example_dag
 from airflow_provider_resourcesync.storage.keys import KeyMapper
 from airflow_provider_resourcesync.testing import ResourceSyncSource
@@ -17,6 +20,10 @@ from airflow_provider_resourcesync.testing import ResourceSyncSource
 HOURLY = {"baselined": "success", "baseline": "skipped", "changes": "success",
           "sync": "success"}
 
+
+#: Event-driven scheduling is Airflow 3's: on Airflow 2 the event trigger, and the example DAG
+#: that watches with it, refuse to be made (test_the_event_trigger_needs_airflow_3_and_says_so).
+event_driven = pytest.mark.skipif(not AIRFLOW_3, reason="the event trigger needs Airflow 3")
 
 #: A log line at ERROR or above, as ``dag.test()`` prints it (``[error    ] ...``).
 _ERROR = re.compile(r"\[(error|critical) *\]|\bERROR\b")
@@ -29,30 +36,22 @@ def error_lines(out: str) -> list[str]:
 
 def run_example(name: str, logical_date: datetime | None = None) -> Any:
     """A real run of the example DAG ``name`` (parsed now), at ``logical_date`` if given."""
-    return load_example_dag(name).test(logical_date=logical_date)
+    return run_records.dag_test(load_example_dag(name), logical_date=logical_date)
 
 
 def run_dag(dag_id: str, make: Callable[[], Any], *, params: dict[str, Any] | None = None,
             run_conf: dict[str, Any] | None = None) -> Any:
     """A DAG of the tasks ``make`` makes (with ``params``), run with ``dag.test()`` (with
     ``run_conf``). ``dag.test()`` refuses a DAG outside the DAGs folder that is not serialized
-    ("the dag is not serialized"), so it is written to the metadata DB first, as the DAG
-    processor would, in the DAGs folder's bundle."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.sdk import DAG
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
+    ("the dag is not serialized", Airflow 3.1 and later), so it is written to the metadata DB
+    first, as the DAG processor would, in the DAGs folder's bundle."""
+    from airflow.providers.common.compat.sdk import DAG
 
     with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC),
              params=params) as dag:
         make()
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-    with create_session() as session:
-        update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
-                                         {}, None, set(), session=session)
-    return dag.test(run_conf=run_conf)
+    run_records.write_dag(dag)
+    return run_records.dag_test(dag, run_conf=run_conf)
 
 
 def states(run: Any) -> dict[str, str]:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from pkgutil import resolve_name
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -22,6 +23,8 @@ import pytest
 
 from airflow_provider_resourcesync.client.policy import ClientPolicy
 from airflow_provider_resourcesync.client.watch import READER_THREAD
+from airflow_provider_resourcesync.compat import AIRFLOW_3
+from airflow_provider_resourcesync.demo import load_example_dag
 from airflow_provider_resourcesync.errors import ConfigurationError, DocumentError
 from airflow_provider_resourcesync.hooks.resourcesync import WATCH_MAX_DOCUMENT_BYTES
 from airflow_provider_resourcesync.protocol.model import (
@@ -34,10 +37,13 @@ from airflow_provider_resourcesync.protocol.model import (
 )
 from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.protocol.writer import DocumentWriter
+from airflow_provider_resourcesync.run_records import write_dag
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 from airflow_provider_resourcesync.triggers.changelist import ResourceSyncChangeListTrigger
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
 from airflow_provider_resourcesync.triggers.marks import mark_of
+
+from .runs import event_driven
 
 #: How long any wait in these tests may last: a bound, never an assertion.
 BOUND = 30.0
@@ -88,6 +94,7 @@ def change(source: ResourceSyncSource, name: str) -> None:
     source.publish()
 
 
+@event_driven
 def test_no_event_while_unchanged_one_304_a_poll_then_one_event_per_change(
         source: ResourceSyncSource) -> None:
     change(source, "before.txt")  # the first poll only records, even a list with changes
@@ -112,6 +119,7 @@ def test_no_event_while_unchanged_one_304_a_poll_then_one_event_per_change(
     assert trigger.serialize() == identity  # what it saw is not part of its identity
 
 
+@event_driven
 def test_a_list_rewritten_with_the_same_entries_wakes_nothing(source: ResourceSyncSource) -> None:
     """What the list says counts, not its bytes: a new ETag over the same entries is no change."""
     url = source.change_list_url
@@ -132,6 +140,7 @@ def test_a_list_rewritten_with_the_same_entries_wakes_nothing(source: ResourceSy
     asyncio.run(scenario())
 
 
+@event_driven
 def test_an_index_is_watched_with_its_open_list_only_and_fires_on_a_new_list(
         source: ResourceSyncSource) -> None:
     """A Change List Index (12.2), discovered from the connection: its closed lists are never
@@ -166,6 +175,7 @@ def test_an_index_is_watched_with_its_open_list_only_and_fires_on_a_new_list(
     assert statuses(source, closed) == []
 
 
+@event_driven
 def test_a_failed_poll_ends_nothing_and_what_was_seen_before_is_kept(
         source: ResourceSyncSource) -> None:
     """A Source down for a while: the polls fail (logged), the watch goes on with what it saw,
@@ -210,6 +220,7 @@ def restarted(trigger: ResourceSyncChangeEventTrigger, store: StateStore
     return again
 
 
+@event_driven
 @pytest.mark.parametrize("index", [False, True])
 def test_a_change_made_while_the_watch_was_stopped_fires_when_it_starts_again(
         source: ResourceSyncSource, index: bool) -> None:
@@ -256,6 +267,7 @@ class FailingOnce(StateStore):
         await super().aset(key, value)
 
 
+@event_driven
 def test_what_the_store_failed_to_keep_is_kept_at_the_next_poll(
         source: ResourceSyncSource) -> None:
     """A write that fails is logged and the watch goes on; the next poll writes it, though it
@@ -274,6 +286,7 @@ def test_what_the_store_failed_to_keep_is_kept_at_the_next_poll(
     assert store.failed and list(store.values) == [trigger.state_key]
 
 
+@event_driven
 def test_without_a_store_or_with_marks_of_another_list_the_first_poll_only_records(
         source: ResourceSyncSource) -> None:
     change(source, "first.txt")
@@ -292,8 +305,23 @@ def test_without_a_store_or_with_marks_of_another_list_the_first_poll_only_recor
     assert json.loads(store.values[other.state_key])["url"] == url
 
 
+def test_the_event_trigger_needs_airflow_3_and_says_so() -> None:
+    """On Airflow 2 the trigger fails when made, and so the example DAG that watches with it when
+    parsed, naming the release they need; on Airflow 3 both are made."""
+    if AIRFLOW_3:
+        assert ResourceSyncChangeEventTrigger(poll_interval=1).poll_interval == 1.0
+        assert load_example_dag("incremental_on_change").dag_id == "incremental_on_change"
+        return
+    needs = r"needs Airflow 3\.0 or later; this is Airflow 2\."
+    with pytest.raises(ConfigurationError, match=r"ResourceSyncChangeEventTrigger \(an "
+                                                 r"AssetWatcher's trigger\) " + needs):
+        ResourceSyncChangeEventTrigger(poll_interval=1)
+    with pytest.raises(ConfigurationError, match="incremental_on_change .*" + needs):
+        load_example_dag("incremental_on_change")
+
+
+@event_driven
 def test_the_trigger_serializes_to_its_arguments_only() -> None:
-    from airflow.sdk._shared.module_loading import import_string
     from airflow.triggers.base import BaseEventTrigger
 
     trigger = ResourceSyncChangeEventTrigger(change_list_url="https://example.org/cl.xml",
@@ -302,7 +330,7 @@ def test_the_trigger_serializes_to_its_arguments_only() -> None:
     assert kwargs == {"change_list_url": "https://example.org/cl.xml",
                       "resourcesync_conn_id": "other", "poll_interval": 30.0}
     assert json.loads(json.dumps(kwargs)) == kwargs
-    rebuilt = import_string(classpath)(**kwargs)
+    rebuilt = resolve_name(classpath)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
     assert BaseEventTrigger.hash(*rebuilt.serialize()) == BaseEventTrigger.hash(classpath, kwargs)
     with pytest.raises(ConfigurationError, match="poll_interval 0: must be a positive"):
@@ -328,7 +356,7 @@ def connections_to(port: int) -> list[Any]:
             if connection.raddr and connection.raddr.port == port]
 
 
-@pytest.mark.parametrize("watch", ["event", "changes"])
+@pytest.mark.parametrize("watch", [pytest.param("event", marks=event_driven), "changes"])
 def test_a_cancelled_watch_stops_reading_at_once_and_hangs_up(
         source: ResourceSyncSource, watch: str) -> None:
     """Issue 29: a trigger cancelled (its DAG paused, its task killed, the triggerer stopping)
@@ -367,7 +395,7 @@ def endless_change_list() -> Iterator[bytes]:
         yield b"<url>" + entries
 
 
-@pytest.mark.parametrize("watch", ["event", "changes"])
+@pytest.mark.parametrize("watch", [pytest.param("event", marks=event_driven), "changes"])
 def test_an_endless_change_list_costs_a_poll_the_watch_cap_and_fails_it_saying_so(
         source: ResourceSyncSource, watch: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 29: a Source answering with a body without end cost each poll of a watch the 1 GiB
@@ -453,20 +481,6 @@ def test_a_document_of_another_capability_is_refused_naming_it(tmp_path: Path) -
 
 # -- the example DAG, as Airflow's own code records and fires its watcher --------------------------
 
-def parse_into_db(dag: Any) -> None:
-    """Record ``dag`` as the DAG processor does, in the DAGs folder's bundle."""
-    from airflow.dag_processing.bundles.manager import DagBundlesManager
-    from airflow.dag_processing.collection import update_dag_parsing_results_in_db
-    from airflow.serialization.serialized_objects import LazyDeserializedDAG
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        DagBundlesManager().sync_bundles_to_db(session=session)
-    with create_session() as session:
-        update_dag_parsing_results_in_db("dags-folder", None, [LazyDeserializedDAG.from_dag(dag)],
-                                         {}, None, set(), session=session)
-
-
 def pause(dag_id: str, paused: bool) -> None:
     from airflow.models.dag import DagModel
     from airflow.utils.session import create_session
@@ -475,6 +489,7 @@ def pause(dag_id: str, paused: bool) -> None:
         session.get(DagModel, dag_id).is_paused = paused
 
 
+@event_driven
 def test_the_example_dag_runs_when_its_watcher_fires(
         source: ResourceSyncSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:
@@ -483,12 +498,9 @@ def test_the_example_dag_runs_when_its_watcher_fires(
     submitted as the triggerer submits it, records an Asset event and queues a run of the DAG."""
     from airflow.models.asset import AssetDagRunQueue, AssetEvent
     from airflow.models.trigger import Trigger
-    from airflow.sdk._shared.module_loading import import_string
     from airflow.triggers.base import TriggerEvent
     from airflow.utils.session import create_session
     from sqlalchemy import select
-
-    from airflow_provider_resourcesync.demo import load_example_dag
 
     monkeypatch.setenv("RESOURCESYNC_MIRROR_DIR", str(tmp_path / "mirror"))
     dag = load_example_dag("incremental_on_change")
@@ -499,11 +511,11 @@ def test_the_example_dag_runs_when_its_watcher_fires(
         "airflow_provider_resourcesync.triggers.event.ResourceSyncChangeEventTrigger",
         {"change_list_url": None, "resourcesync_conn_id": "resourcesync_default",
          "poll_interval": 60.0})
-    parse_into_db(dag)  # paused at creation: no watcher runs for a paused DAG
+    write_dag(dag)  # paused at creation: no watcher runs for a paused DAG
     pause(dag.dag_id, False)
     request.addfinalizer(lambda: pause(dag.dag_id, True))  # later runs parse the DAGs folder
-    parse_into_db(dag)
-    parse_into_db(load_example_dag("incremental_on_change"))  # parsed again: the same trigger
+    write_dag(dag)
+    write_dag(load_example_dag("incremental_on_change"))  # parsed again: the same trigger
 
     def ours() -> list[Trigger]:
         with create_session() as session:
@@ -512,7 +524,7 @@ def test_the_example_dag_runs_when_its_watcher_fires(
             return [row for row in rows if any(a.name == asset.name for a in row.assets)]
 
     [row] = ours()
-    trigger = import_string(row.classpath)(**{**row.kwargs, "poll_interval": 0.05})
+    trigger = resolve_name(row.classpath)(**{**row.kwargs, "poll_interval": 0.05})
 
     async def first_event() -> TriggerEvent:
         async with watching(trigger) as watch:

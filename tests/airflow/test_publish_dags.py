@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from airflow.sdk import BaseOperator
 
+from airflow_provider_resourcesync.compat import BaseOperator
 from airflow_provider_resourcesync.demo_publish import run_publish_demo
 from airflow_provider_resourcesync.operators.baseline import ResourceSyncBaselineOperator
 from airflow_provider_resourcesync.operators.incremental import ResourceSyncIncrementalOperator

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from pkgutil import resolve_name
 from typing import Any
 
 import pytest
@@ -247,16 +248,15 @@ def test_a_checkpoint_rendered_by_a_template_as_json_is_read(source: ResourceSyn
 @pytest.mark.parametrize("trigger_class", [ResourceSyncChangeListTrigger,
                                            ResourceSyncClosedChangeListTrigger])
 def test_a_trigger_serializes_to_its_class_path_and_json_kwargs(trigger_class: type[Any]) -> None:
-    from airflow.sdk._shared.module_loading import import_string
 
     position = ChangePosition(datetime(2026, 1, 1, 12, tzinfo=UTC), "https://example.org/cl.xml",
                               datetime(2026, 1, 1, tzinfo=UTC), 3)
     trigger = trigger_class(change_list_url="https://example.org/cl.xml", position=position,
                             resourcesync_conn_id="other", poll_interval=5, max_poll_interval=50)
     classpath, kwargs = trigger.serialize()
-    assert import_string(classpath) is trigger_class
+    assert resolve_name(classpath) is trigger_class
     assert json.loads(json.dumps(kwargs)) == kwargs
-    rebuilt = import_string(classpath)(**kwargs)
+    rebuilt = resolve_name(classpath)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs) and rebuilt.position == position
 
 
