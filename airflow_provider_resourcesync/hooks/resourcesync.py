@@ -15,6 +15,7 @@ from ..client.sync_client import ResourceSyncClient
 from ..compat import BaseHook
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability
+from .form import form_widgets, ui_field_behaviour
 
 __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
            "policy_from_connection"]
@@ -66,6 +67,16 @@ class ResourceSyncHook(BaseHook):
     default_conn_name = "resourcesync_default"
     conn_type = "resourcesync"
     hook_name = "ResourceSync"
+
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The form's extra fields, where Airflow asks the hook (before 3.2)."""
+        return form_widgets()
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The form's hidden fields, labels and placeholders, where Airflow asks the hook."""
+        return ui_field_behaviour()
 
     def __init__(self, *, resourcesync_conn_id: str = default_conn_name,
                  logger_name: str | None = None, watch: bool = False) -> None:
