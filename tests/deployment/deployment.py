@@ -234,6 +234,15 @@ class Deployment:
 
         self.wait_for("every component healthy (/api/v2/monitor/health)", healthy, timeout)
 
+    def log_in(self) -> None:
+        """Call the REST API with a token from now on: the one the simple auth manager gives
+        anyone with ``[core] simple_auth_manager_all_admins`` (``GET /auth/token``). Airflow 3.1
+        answers a call without a token 401; 3.0 and 3.3 let it through."""
+        response = self.client.get(f"{self.url}/auth/token")
+        if response.is_error:
+            pytest.fail(f"GET /auth/token: {response.status_code} {response.text[:2000]}")
+        self.client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
+
     def wait_workers(self, timeout: float = 120.0) -> None:
         """Until every Celery worker says it is ready (the health endpoint does not know them)."""
         for name in WORKERS:
