@@ -12,7 +12,7 @@ from ..client.discover import Discovery, discover
 from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
-from ..compat import BaseHook
+from ..compat import BaseHook, aextra_dejson, get_async_connection
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability
 from .form import form_widgets, ui_field_behaviour
@@ -119,8 +119,8 @@ class ResourceSyncHook(BaseHook):
 
         :raises ConfigurationError: a connection field is wrong (the message names it).
         """
-        connection = await self.aget_connection(self.resourcesync_conn_id)
-        extra = await connection.aextra_dejson()
+        connection = await get_async_connection(self.resourcesync_conn_id)
+        extra = await aextra_dejson(connection)
         base_url, policy = policy_from_connection(connection, extra=extra, watch=self.watch)
         self._warn_unknown(extra)
         return AsyncResourceSyncClient(policy, source_urls=[base_url])
