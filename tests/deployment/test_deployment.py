@@ -38,8 +38,6 @@ from .deployment import WORKERS, Deployment
 SHARDED = "sharded_baseline"
 INCREMENTAL = "incremental_mirror"
 ON_CHANGE = "incremental_on_change"
-#: The first release whose connection form reads a provider's fields from its provider info.
-CONNECTION_FORM = Version("3.2")
 #: The first release whose triggerer gives an Asset watcher a state store (AIP-103).
 ASSET_STATE_STORE = Version("3.3")
 
@@ -200,22 +198,19 @@ def _test_button_passes(deployment: Deployment, source: ResourceSyncSource) -> N
 
 def _listed_with_its_form(deployment: Deployment) -> None:
     """The api-server lists the provider at its version (the Providers page), and has the
-    connection form of the ``resourcesync`` type: from Airflow 3.2 with the provider info's
-    labels and extra fields; before, Airflow reads a form from a hook's methods only (wtforms
-    widgets), which the hook has not, so the form shows Airflow's own fields unlabelled, and the
-    extras are written as JSON in Extra."""
+    connection form of the ``resourcesync`` type, with the provider's labels and extra fields:
+    from Airflow 3.2 read from the provider info; before, from the hook's methods (wtforms
+    fields, hooks/form.py), which Airflow reads where the FAB provider is installed (as the
+    deployment's environment has it)."""
     providers = deployment.api("GET", "/providers", params={"limit": 1000})["providers"]
     assert {provider["package_name"]: provider["version"] for provider in providers}[
         "airflow-provider-resourcesync"] == __version__
     meta = deployment.client.get(f"{deployment.url}/ui/connections/hook_meta")
     assert meta.status_code == 200, meta.text
     [form] = [hook for hook in meta.json() if hook["connection_type"] == "resourcesync"]
-    if AIRFLOW_VERSION >= CONNECTION_FORM:
-        assert form["standard_fields"]["host"]["title"] == "Base URL"
-        assert form["standard_fields"]["url_schema"]["hidden"] is True
-        assert set(form["extra_fields"]) == EXTRA_FIELDS
-    else:
-        assert (form["standard_fields"], form["extra_fields"]) == (None, None)
+    assert form["standard_fields"]["host"]["title"] == "Base URL"
+    assert form["standard_fields"]["url_schema"]["hidden"] is True
+    assert set(form["extra_fields"]) == EXTRA_FIELDS
 
 
 def _only_run(runs: list[dict[str, Any]]) -> str | None:
