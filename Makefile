@@ -3,7 +3,7 @@ PYTHON ?= python3
 UV := $(PYTHON) -m uv
 export UV_COMPILE_BYTECODE ?= 1
 
-.PHONY: uv demo demo-publish test lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-watch bench-writer bench-publish-costs
+.PHONY: uv demo demo-publish test matrix lint bench bench-baseline bench-incremental bench-publish bench-wire bench-memory bench-watch bench-writer bench-publish-costs
 
 uv:
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet 'uv>=0.13,<0.14'
@@ -16,6 +16,10 @@ demo-publish: uv
 
 test: uv
 	$(UV) run --frozen pytest
+
+# The Airflow version matrix (README, "Supported versions"): make matrix [MATRIX="airflow-3.1"]
+matrix: uv
+	bash .ci/matrix/run $(MATRIX)
 
 lint: uv
 	$(UV) run --frozen ruff check .

@@ -5,9 +5,11 @@ with the release it needs (:func:`require`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from airflow import __version__ as _running
+from airflow.providers.common.compat.connection import get_async_connection
 from airflow.providers.common.compat.sdk import (
     Asset,
     BaseHook,
@@ -18,6 +20,7 @@ from airflow.providers.common.compat.sdk import (
     conf,
 )
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+from asgiref.sync import sync_to_async
 from packaging.version import Version
 
 from .errors import ConfigurationError
@@ -34,7 +37,10 @@ __all__ = [
     "Context",
     "PokeReturnValue",
     "TriggerEvent",
+    "aextra_dejson",
     "conf",
+    "get_async_connection",
+    "in_thread",
     "require",
 ]
 
@@ -43,6 +49,8 @@ AIRFLOW_VERSION = Version(Version(_running).base_version)
 
 #: Airflow 3 or later (the Task SDK, Assets, event-driven scheduling); else Airflow 2.
 AIRFLOW_3 = Version("3.0") <= AIRFLOW_VERSION
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:  # Airflow 3.3's (AIP-103): for the type checker only, looked up as an attribute
     from airflow.sdk.execution_time.context import (
@@ -64,3 +72,20 @@ def require(feature: str, release: str) -> None:
     if Version(release) > AIRFLOW_VERSION:
         raise ConfigurationError(f"{feature} needs Airflow {release} or later; this is Airflow "
                                  f"{_running}")
+
+
+async def in_thread(function: Callable[[], _T]) -> _T:
+    """``function()`` in a thread, for a trigger: what it asks Airflow's supervisor (a
+    connection, a secret to mask) is asked on the triggerer's event loop (asgiref's threads);
+    from a thread of asyncio's own, a triggerer of Airflow 3.0 gets the answers out of order and
+    exits."""
+    return await sync_to_async(function, thread_sensitive=False)()
+
+
+async def aextra_dejson(connection: Any) -> dict[str, Any]:
+    """The connection's extra as a dict, read without blocking the event loop: its
+    ``aextra_dejson`` (Airflow 3.3); before, ``extra_dejson`` (which masks the secrets in it by
+    a blocking call to the supervisor) :func:`in_thread`."""
+    if hasattr(connection, "aextra_dejson"):
+        return dict(await connection.aextra_dejson())
+    return dict(await in_thread(lambda: connection.extra_dejson))

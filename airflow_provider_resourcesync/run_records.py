@@ -5,57 +5,51 @@ XComs and its Asset events, read the same way on every Airflow release the packa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
+from inspect import signature
+from pathlib import Path
 from typing import Any
 
-from packaging.version import Version
+from .compat import AIRFLOW_3
 
-from .compat import AIRFLOW_3, AIRFLOW_VERSION
-
-__all__ = ["asset_events", "dag_test", "states", "write_dag", "xcoms"]
+__all__ = ["asset_events", "dag_test", "register", "states", "xcoms"]
 
 
 def dag_test(dag: Any, *, logical_date: datetime | None = None,
              run_conf: dict[str, Any] | None = None) -> Any:
-    """``dag.test()``, at ``logical_date`` (Airflow 2 calls it ``execution_date``) if given and
-    with ``run_conf``: the finished DAG run. Before Airflow 3.1, ``dag.test()`` writes nothing
-    of the DAG to the database, so its Assets are unknown there (Airflow 2 records no event for
-    them, and 3.0 fails a task naming its outlets "inactive assets"): the DAG is written first
-    (:func:`write_dag`)."""
-    if Version("3.1") > AIRFLOW_VERSION:
-        write_dag(dag)
+    """``dag.test()`` of ``dag``, written to the metadata database first (:func:`register`), at
+    ``logical_date`` (Airflow 2 calls it ``execution_date``) if given and with ``run_conf``: the
+    finished DAG run."""
+    register(dag)
     when = {} if logical_date is None else {
         "logical_date" if AIRFLOW_3 else "execution_date": logical_date}
     return dag.test(run_conf=run_conf, **when)
 
 
-def write_dag(dag: Any) -> None:
-    """Write ``dag`` to the metadata database as the DAG processor does (on Airflow 3, in the
-    DAGs folder's bundle, serialized): the DAG, its Assets (active) and their watchers."""
-    from airflow.utils.session import create_session
-
+def register(dag: Any) -> None:
+    """Write ``dag`` and its Assets to the metadata database as the DAG processor does, in the
+    DAGs folder's bundle: ``dag.test()`` leaves that to the processor on some releases (3.0 then
+    fails on "inactive assets"; Airflow 2 records no Dataset event), and refuses an unparsed DAG
+    outside the DAGs folder on others."""
     if not AIRFLOW_3:
         dag.sync_to_db()
         return
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.collection import update_dag_parsing_results_in_db
     from airflow.serialization.serialized_objects import LazyDeserializedDAG
+    from airflow.utils.session import create_session
 
-    update: Callable[..., None] = update_dag_parsing_results_in_db  # its parameters vary
-    if Version("3.1") > AIRFLOW_VERSION:  # 3.0: no from_dag, and no parse duration
-        from airflow.serialization import serialized_objects
-
-        # as 3.0's DagBag does: the file's path in its bundle, else its own
-        dag.relative_fileloc = getattr(dag, "relative_fileloc", None) or dag.fileloc
-        serialized = serialized_objects.SerializedDAG.to_dict(dag)  # type: ignore[attr-defined]
-        results: tuple[Any, ...] = ([LazyDeserializedDAG(data=serialized)], {}, set())
-    else:
-        results = ([LazyDeserializedDAG.from_dag(dag)], {}, None, set())
+    # its lazy serialized form; since 3.1, the time its parse took too
+    parsed = LazyDeserializedDAG.from_dag(dag) if hasattr(LazyDeserializedDAG, "from_dag") \
+        else _serialized_30(dag)
+    since_31: dict[str, Any] = {"parse_duration": None} \
+        if "parse_duration" in signature(update_dag_parsing_results_in_db).parameters else {}
     with create_session() as session:
         DagBundlesManager().sync_bundles_to_db(session=session)  # type: ignore[no-untyped-call]
     with create_session() as session:
-        update("dags-folder", None, *results, session=session)
+        update_dag_parsing_results_in_db(bundle_name="dags-folder", bundle_version=None,
+                                         dags=[parsed], import_errors={}, warnings=set(),
+                                         session=session, **since_31)
 
 
 def states(run: Any) -> dict[str, str]:
@@ -104,3 +98,19 @@ def asset_events(run: Any) -> list[tuple[str, dict[str, Any]]]:
 
         return [(event.dataset.uri, event.extra) for event in session.scalars(
             select(DatasetEvent).where(DatasetEvent.source_run_id == run.run_id))]
+
+
+def _serialized_30(dag: Any) -> Any:
+    """What Airflow 3.0's DAG processor makes of a DAG its DagBag parsed: the path relative to
+    the DAGs folder set (as the DagBag sets it), then serialized."""
+    from airflow.serialization.serialized_objects import (  # type: ignore[attr-defined]
+        LazyDeserializedDAG,
+        SerializedDAG,
+    )
+    from airflow.settings import DAGS_FOLDER
+
+    if getattr(dag, "relative_fileloc", None) is None:
+        path = Path(dag.fileloc)
+        dag.relative_fileloc = str(path.relative_to(DAGS_FOLDER)
+                                   if path.is_relative_to(DAGS_FOLDER) else path)
+    return LazyDeserializedDAG(data=SerializedDAG.to_dict(dag))  # type: ignore[attr-defined]

@@ -37,7 +37,8 @@ ALLOWED = {
     "run_records": {"compat"},
     # the Airflow shell (issue 29, item 7): hooks <- lineage, shell <- triggers <- sensors,
     # operators; the command line and the demos on top
-    "hooks": {"protocol", "client", "storage", "publish", "errors", "hooks", "compat"},
+    "hooks": {"protocol", "client", "storage", "publish", "errors", "hooks", "compat",
+              "get_provider_info"},  # the connection form, for Airflow before 3.2
     "lineage": {"hooks", "errors", "lineage", "lineage_facets"},
     "lineage_facets": set(),  # imported only where OpenLineage asks for facets
     "shell": {"protocol", "client", "storage", "writer", "sync", "hooks", "errors", "shell",

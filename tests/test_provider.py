@@ -14,11 +14,9 @@ from typing import Any
 import airflow
 import jsonschema
 from airflow.providers_manager import ProvidersManager
-from packaging.version import Version
 
 from airflow_provider_resourcesync import __version__
 from airflow_provider_resourcesync.client.policy import ClientPolicy
-from airflow_provider_resourcesync.compat import AIRFLOW_VERSION
 from airflow_provider_resourcesync.get_provider_info import get_provider_info
 from airflow_provider_resourcesync.hooks.resourcesync import EXTRA_FIELDS, ResourceSyncHook
 
@@ -73,14 +71,9 @@ def test_the_connection_type_is_registered_with_its_hook() -> None:
 
 
 def test_the_connection_form_is_read_from_the_provider_info() -> None:
-    """From Airflow 3.2, which reads the provider info's ``conn-fields`` and
-    ``ui-field-behaviour``; before, the form is Airflow's plain one (the extra as JSON)."""
     manager = ProvidersManager()
     widgets = {info.field_name: info for key, info in manager.connection_form_widgets.items()
                if key.startswith("extra__resourcesync__")}
-    if Version("3.2") > AIRFLOW_VERSION:
-        assert (widgets, manager.field_behaviours.get("resourcesync")) == ({}, None)
-        return
     assert set(widgets) == EXTRA_FIELDS
     assert {name for name, info in widgets.items() if info.is_sensitive} == {"token"}
     behaviour = manager.field_behaviours["resourcesync"]

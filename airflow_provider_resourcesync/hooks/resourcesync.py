@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import SplitResult, urlsplit, urlunsplit
-
-from packaging.version import Version
 
 from ..client.async_client import AsyncResourceSyncClient
 from ..client.discover import Discovery, discover
 from ..client.options import check_base_url, policy_from_options
 from ..client.policy import ClientPolicy
 from ..client.sync_client import ResourceSyncClient
-from ..compat import AIRFLOW_VERSION, BaseHook
+from ..compat import BaseHook, aextra_dejson, get_async_connection
 from ..errors import ConfigurationError, ResourceSyncError
 from ..protocol.model import Capability
+from .form import form_widgets, ui_field_behaviour
 
 __all__ = ["EXTRA_FIELDS", "ResourceSyncHook", "base_url_from_connection",
            "policy_from_connection"]
@@ -70,6 +68,16 @@ class ResourceSyncHook(BaseHook):
     conn_type = "resourcesync"
     hook_name = "ResourceSync"
 
+    @classmethod
+    def get_connection_form_widgets(cls) -> dict[str, Any]:
+        """The form's extra fields, where Airflow asks the hook (before 3.2)."""
+        return form_widgets()
+
+    @classmethod
+    def get_ui_field_behaviour(cls) -> dict[str, Any]:
+        """The form's hidden fields, labels and placeholders, where Airflow asks the hook."""
+        return ui_field_behaviour()
+
     def __init__(self, *, resourcesync_conn_id: str = default_conn_name,
                  logger_name: str | None = None, watch: bool = False) -> None:
         super().__init__(logger_name=logger_name)
@@ -111,14 +119,8 @@ class ResourceSyncHook(BaseHook):
 
         :raises ConfigurationError: a connection field is wrong (the message names it).
         """
-        if Version("3.1") > AIRFLOW_VERSION:  # no async read: the blocking one, in a thread
-            connection = await asyncio.to_thread(self.get_connection, self.resourcesync_conn_id)
-        else:
-            connection = await self.aget_connection(self.resourcesync_conn_id)
-        if Version("3.3") > AIRFLOW_VERSION:  # aextra_dejson is 3.3's
-            extra = connection.extra_dejson
-        else:
-            extra = await connection.aextra_dejson()
+        connection = await get_async_connection(self.resourcesync_conn_id)
+        extra = await aextra_dejson(connection)
         base_url, policy = policy_from_connection(connection, extra=extra, watch=self.watch)
         self._warn_unknown(extra)
         return AsyncResourceSyncClient(policy, source_urls=[base_url])

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ..client.navigate import capability_documents, choose_capability
-from ..compat import BaseEventTrigger, TriggerEvent, require
+from ..compat import BaseEventTrigger, TriggerEvent, in_thread, require
 from ..errors import ResourceSyncError
 from ..hooks.resourcesync import ResourceSyncHook
 from ..protocol.model import Capability
@@ -98,7 +98,7 @@ class ResourceSyncChangeEventTrigger(BaseEventTrigger):
                 async with await hook.get_async_client() as client:
                     url = self.change_list_url
                     if not url:  # not ``or await``: mypy types that as str | None
-                        url = await asyncio.to_thread(self._discover)
+                        url = await in_thread(self._discover)
                     if marks is None or marks.url != url:
                         marks = await self._restore(url)
                     while True:

@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigurationError, DocumentError, InvalidValueError
 from ..protocol.hashes import DigestingWriter
-from ..protocol.model import Document, Entry, Head, Link
+from ..protocol.model import MAX_ENTRIES, Document, Entry, Head, Link
 from ..protocol.reader import DocumentReader
 from ..protocol.split import Output, write_split
 from ..protocol.writer import document_bytes
@@ -98,15 +98,18 @@ class Documents:
     http(s) URL ending with ``/``; None: the destination's own URLs), of a collection whose
     objects are served under ``resources`` (an http(s) URL ending with ``/``; None: beside the
     documents, each entry with a ``via`` link to the object's origin, as the mirror's are),
-    which caches may keep ``max_age`` (:meth:`cache_control`)."""
+    which caches may keep ``max_age`` (:meth:`cache_control`); a list of more than
+    ``max_entries`` entries is split into parts (section 7's 50,000; tests give fewer)."""
 
     def __init__(self, destination: Destination, location: str, base: str | None,
-                 resources: str | None = None, max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
+                 resources: str | None = None, max_age: timedelta = DOCUMENTS_MAX_AGE,
+                 max_entries: int = MAX_ENTRIES) -> None:
         self.destination = destination
         self.location = location
         self.base = base
         self.resources = resources
         self._rewritten = documents_cache_control(max_age)
+        self._max_entries = max_entries
 
     def cache_control(self, key: str) -> str:
         """The ``Cache-Control`` the object at ``key`` is written with, by its kind: what is
@@ -188,6 +191,7 @@ class Documents:
 
         urls = write_split(head, entries, url=self.url(key), part_url=part_url,
                            open_output=lambda url: self._output(keys[url]),
+                           max_entries=self._max_entries,
                            index=None if index is None else self.url(index))
         return {keys[url] for url in urls}
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from ..errors import ConfigurationError, InvalidValueError, shown
+from ..protocol.model import MAX_ENTRIES
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX, KeyMapper
 from .documents import DESCRIPTION, DOCUMENTS_MAX_AGE, XML, documents_cache_control
@@ -31,19 +32,21 @@ class MirrorState(SourceWriter):
         baseline keeps its own view there).
     :param documents_max_age: how long a cache in front of ``public_base_url`` may keep a
         document that runs rewrite.
+    :param max_entries: the most entries in one document (:class:`.SourceWriter`'s).
     """
 
     def __init__(self, destination: Destination, *, public_base_url: str | None = None,
                  location: str = RESERVED_PREFIX,
                  clock: Callable[[], datetime] | None = None,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
-                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE,
+                 max_entries: int = MAX_ENTRIES) -> None:
         if not location.startswith(RESERVED_PREFIX) or not location.endswith("/"):
             raise InvalidValueError(f"state location {location!r} must be {RESERVED_PREFIX!r} "
                                     "or a folder below it, ending with '/'")
         super().__init__(destination, public_base_url=public_base_url, location=location,
                          clock=clock, resource_list_max_age=resource_list_max_age,
-                         documents_max_age=documents_max_age)
+                         documents_max_age=documents_max_age, max_entries=max_entries)
 
     def keys(self, mapper: KeyMapper | None, *, record: bool = True) -> KeyMapper:
         """``mapper`` (None: the default) in the key layout of this mirror, recorded before

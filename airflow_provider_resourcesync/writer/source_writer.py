@@ -33,7 +33,7 @@ from ..errors import DocumentError, InvalidValueError
 from ..protocol.closing import ClosedOnExit
 from ..protocol.datetimes import as_datetime, micros
 from ..protocol.hashes import Hashes
-from ..protocol.model import Change, Entry, Head, Link, Metadata
+from ..protocol.model import MAX_ENTRIES, Change, Entry, Head, Link, Metadata
 from ..storage.base import Destination
 from ..storage.keys import RESERVED_PREFIX
 from .checkpoint import SavedRecord
@@ -115,6 +115,8 @@ class SourceWriter(ClosedOnExit):
         changes after it); None (the mirror's): keep every one (the oldest go past 50,000).
     :param documents_max_age: how long a cache may keep a document that saves rewrite
         (:meth:`cache_control`).
+    :param max_entries: the most entries one document holds; a list of more is split into
+        parts under an index (section 7's 50,000; tests give fewer to split small collections).
     :raises InvalidValueError: ``resource_list_max_age`` or ``keep_changes_for`` is negative.
     :raises ConfigurationError: ``documents_max_age`` is not a non-negative ``timedelta``.
     """
@@ -124,7 +126,8 @@ class SourceWriter(ClosedOnExit):
                  clock: Callable[[], datetime] | None = None,
                  resource_list_max_age: timedelta | None = RESOURCE_LIST_MAX_AGE,
                  keep_changes_for: timedelta | None = None,
-                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE) -> None:
+                 documents_max_age: timedelta = DOCUMENTS_MAX_AGE,
+                 max_entries: int = MAX_ENTRIES) -> None:
         if location and not location.endswith("/"):
             raise InvalidValueError(f"documents location {location!r} must end with '/'")
         if resource_list_max_age is not None and resource_list_max_age < timedelta(0):
@@ -140,7 +143,7 @@ class SourceWriter(ClosedOnExit):
         self._documents = Documents(destination, location, base_url(public_base_url)
                                     if public_base_url is not None else None,
                                     base_url(resources_url) if resources_url is not None
-                                    else None, documents_max_age)
+                                    else None, documents_max_age, max_entries)
         self._journal = Journal(self._documents)
         self._snapshot = Snapshot(self._documents)
         self._clock = clock or _now

@@ -42,15 +42,12 @@ def run_example(name: str, logical_date: datetime | None = None) -> Any:
 def run_dag(dag_id: str, make: Callable[[], Any], *, params: dict[str, Any] | None = None,
             run_conf: dict[str, Any] | None = None) -> Any:
     """A DAG of the tasks ``make`` makes (with ``params``), run with ``dag.test()`` (with
-    ``run_conf``). ``dag.test()`` refuses a DAG outside the DAGs folder that is not serialized
-    ("the dag is not serialized", Airflow 3.1 and later), so it is written to the metadata DB
-    first, as the DAG processor would, in the DAGs folder's bundle."""
+    ``run_conf``), registered first as each release needs (:func:`run_records.dag_test`)."""
     from airflow.providers.common.compat.sdk import DAG
 
     with DAG(dag_id=dag_id, schedule=None, start_date=datetime(2026, 1, 1, tzinfo=UTC),
              params=params) as dag:
         make()
-    run_records.write_dag(dag)
     return run_records.dag_test(dag, run_conf=run_conf)
 
 

@@ -37,7 +37,7 @@ from airflow_provider_resourcesync.protocol.model import (
 )
 from airflow_provider_resourcesync.protocol.position import ChangePosition
 from airflow_provider_resourcesync.protocol.writer import DocumentWriter
-from airflow_provider_resourcesync.run_records import write_dag
+from airflow_provider_resourcesync.run_records import register
 from airflow_provider_resourcesync.testing import ResourceSyncSource
 from airflow_provider_resourcesync.triggers.changelist import ResourceSyncChangeListTrigger
 from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
@@ -511,11 +511,11 @@ def test_the_example_dag_runs_when_its_watcher_fires(
         "airflow_provider_resourcesync.triggers.event.ResourceSyncChangeEventTrigger",
         {"change_list_url": None, "resourcesync_conn_id": "resourcesync_default",
          "poll_interval": 60.0})
-    write_dag(dag)  # paused at creation: no watcher runs for a paused DAG
+    register(dag)  # paused at creation: no watcher runs for a paused DAG
     pause(dag.dag_id, False)
     request.addfinalizer(lambda: pause(dag.dag_id, True))  # later runs parse the DAGs folder
-    write_dag(dag)
-    write_dag(load_example_dag("incremental_on_change"))  # parsed again: the same trigger
+    register(dag)
+    register(load_example_dag("incremental_on_change"))  # parsed again: the same trigger
 
     def ours() -> list[Trigger]:
         with create_session() as session:

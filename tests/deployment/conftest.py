@@ -45,10 +45,11 @@ def mirror(s3_client: Any) -> str:
 @pytest.fixture
 def deployment(tmp_path: Path, mirror: str) -> Iterator[Deployment]:
     """Airflow's api-server, scheduler (CeleryExecutor), dag-processor and triggerer, and two
-    Celery workers, running in a temporary AIRFLOW_HOME on SQLite, every component healthy and
-    every worker ready; every process stopped on teardown. The Change List sensor of
-    ``incremental_mirror`` is deferrable (Airflow's ``[operators] default_deferrable``) and looks
-    every second; the watcher of ``incremental_on_change`` polls every second."""
+    Celery workers, running in a temporary AIRFLOW_HOME on SQLite, every component healthy, a
+    token for its REST API in hand and every worker ready; every process stopped on teardown.
+    The Change List sensor of ``incremental_mirror`` is deferrable (Airflow's ``[operators]
+    default_deferrable``) and looks every second; the watcher of ``incremental_on_change``
+    polls every second."""
     home = tmp_path / "airflow-home"
     home.mkdir()
     running = Deployment(home, {
@@ -63,6 +64,7 @@ def deployment(tmp_path: Path, mirror: str) -> Iterator[Deployment]:
         running.migrate()
         running.start()
         running.wait_healthy()
+        running.log_in()
         running.wait_workers()
         yield running
     finally:

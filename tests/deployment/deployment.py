@@ -3,11 +3,13 @@ temporary AIRFLOW_HOME on SQLite, and spoken to over its REST API (/api/v2) on 1
 
 The api-server, scheduler (CeleryExecutor), dag-processor and triggerer each run in a process
 group of their own, with their output in ``<home>/<component>.log``, and so do two Celery workers,
-each with a HOME and a scratch folder (TMPDIR) of its own, as on two machines. The broker and the
-result backend are SQLite files in AIRFLOW_HOME (kombu's SQLAlchemy transport): no service to
-install or start. :meth:`Deployment.stop` ends each group (SIGTERM, then SIGKILL after a
-timeout). Every wait is bounded, and a wait that runs out fails the test with the tail of each
-process's log and of the task logs.
+each with a HOME and a scratch folder (TMPDIR) of its own, as on two machines. Each works in
+AIRFLOW_HOME, not in the test's folder (a checkout, whose package ``python -m`` would import
+instead of the one installed). The broker and the result backend are SQLite files in
+AIRFLOW_HOME (kombu's SQLAlchemy transport): no service to install or start.
+:meth:`Deployment.stop` ends each group (SIGTERM, then SIGKILL after a timeout). Every wait is
+bounded, and a wait that runs out fails the test with the tail of each process's log and of the
+task logs.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ _ARGUMENTS = {"api-server": ("--workers", "1"), "scheduler": ("--skip-serve-logs
 #: on other workers at start.
 _WORKER_ARGUMENTS = ("--concurrency", "1", "--skip-serve-logs", "--without-mingle",
                      "--without-gossip")
-#: The repository, on the workers' path for :mod:`.hostname`.
-_ROOT = Path(__file__).resolve().parents[2]
+#: This folder, on the workers' path for :mod:`.hostname` (alone: the package the deployment
+#: runs is the one installed beside Airflow, not the checkout's).
+_HERE = Path(__file__).resolve().parent
 _T = TypeVar("_T")
 
 
@@ -102,7 +105,8 @@ class Deployment:
         with log.open("wb") as out:
             try:
                 done = subprocess.run(self._command("db", "migrate"), env=self.env, stdout=out,
-                                      stderr=subprocess.STDOUT, timeout=timeout, check=False)
+                                      stderr=subprocess.STDOUT, timeout=timeout, check=False,
+                                      cwd=self.home)
             except subprocess.TimeoutExpired:
                 pytest.fail(f"airflow db migrate did not finish in {timeout:.0f} s:\n"
                             + _tail(log))
@@ -148,8 +152,8 @@ class Deployment:
             (folder / "home").mkdir(parents=True)
             (folder / "tmp").mkdir()
             own = {"HOME": str(folder / "home"), "TMPDIR": str(folder / "tmp"),
-                   "DEPLOYMENT_WORKER": name, "PYTHONPATH": str(_ROOT),
-                   "AIRFLOW__CORE__HOSTNAME_CALLABLE": "tests.deployment.hostname.worker_name"}
+                   "DEPLOYMENT_WORKER": name, "PYTHONPATH": str(_HERE),
+                   "AIRFLOW__CORE__HOSTNAME_CALLABLE": "hostname.worker_name"}
             self._spawn(name, ("celery", "worker", "--queues", QUEUE, "--celery-hostname",
                                f"{name}@%h", *_WORKER_ARGUMENTS), self.env | own)
 
@@ -158,7 +162,7 @@ class Deployment:
         with (self.home / f"{name}.log").open(mode) as out:
             self.processes[name] = subprocess.Popen(
                 self._command(*arguments), env=env, stdout=out, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, start_new_session=True)
+                stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.home)
 
     def stop(self, timeout: float = 30.0) -> None:
         """End every process group started: SIGTERM, then SIGKILL for what outlives
@@ -229,6 +233,15 @@ class Deployment:
                                for part in parts) else None
 
         self.wait_for("every component healthy (/api/v2/monitor/health)", healthy, timeout)
+
+    def log_in(self) -> None:
+        """Call the REST API with a token from now on: the one the simple auth manager gives
+        anyone with ``[core] simple_auth_manager_all_admins`` (``GET /auth/token``). Airflow 3.1
+        answers a call without a token 401; 3.0 and 3.3 let it through."""
+        response = self.client.get(f"{self.url}/auth/token")
+        if response.is_error:
+            pytest.fail(f"GET /auth/token: {response.status_code} {response.text[:2000]}")
+        self.client.headers["Authorization"] = f"Bearer {response.json()['access_token']}"
 
     def wait_workers(self, timeout: float = 120.0) -> None:
         """Until every Celery worker says it is ready (the health endpoint does not know them)."""

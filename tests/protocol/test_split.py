@@ -12,6 +12,7 @@ import pytest
 from airflow_provider_resourcesync.errors import DocumentError, InvalidValueError
 from airflow_provider_resourcesync.protocol import split as split_module
 from airflow_provider_resourcesync.protocol.model import (
+    MAX_ENTRIES,
     Capability,
     Document,
     Entry,
@@ -85,6 +86,16 @@ def test_split_by_entries_writes_parts_and_an_index(outputs: Outputs) -> None:
     assert [len(d) for d in documents] == [3, 3, 3, 1]
     assert [e for d in documents for e in d] == entries
     assert_clean(outputs, urls)
+
+
+def test_by_default_a_document_holds_section_7s_50000_entries(outputs: Outputs) -> None:
+    """Section 7: at most 50,000 entries in one document; one more is split in two parts."""
+    assert MAX_ENTRIES == 50_000
+    assert write_split(RESOURCE_HEAD, resources(MAX_ENTRIES), url=URL,
+                       open_output=outputs) == [URL]
+    urls = write_split(RESOURCE_HEAD, resources(MAX_ENTRIES + 1), url=URL, open_output=outputs)
+    assert len(urls) == 3 and urls[-1] == URL
+    assert [len(document) for document in read_parts(outputs, urls[:-1])] == [MAX_ENTRIES, 1]
 
 
 def test_split_change_list_intervals(outputs: Outputs) -> None:

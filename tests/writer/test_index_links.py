@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from itertools import count
 from pathlib import Path
-
-import pytest
 
 from airflow_provider_resourcesync.protocol.hashes import Hashes
 from airflow_provider_resourcesync.protocol.model import Document, Root
 from airflow_provider_resourcesync.protocol.reader import read_document
-from airflow_provider_resourcesync.protocol.split import write_split
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.storage.local import LocalDestination
-from airflow_provider_resourcesync.writer import documents as documents_module
 from airflow_provider_resourcesync.writer.record import ObjectRecord
 from airflow_provider_resourcesync.writer.source_writer import SourceWriter
 
@@ -40,7 +35,8 @@ def record(number: int, version: int) -> ObjectRecord:
 def save(destination: LocalDestination, at: datetime, numbers: range, version: int) -> None:
     ticks = count()  # each change a microsecond after the one before: a part may end there
     with SourceWriter.load(destination, public_base_url=PUBLISHED, resource_list_max_age=None,
-                           clock=lambda: at + timedelta(microseconds=next(ticks))) as writer:
+                           clock=lambda: at + timedelta(microseconds=next(ticks)),
+                           max_entries=PART) as writer:
         for number in numbers:
             writer.put(record(number, version))
         writer.save(checkpoint={"version": version})
@@ -53,8 +49,7 @@ def read(path: Path) -> Document:
 
 
 def test_every_change_list_of_a_mirror_links_its_index_a_split_one_by_each_part(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(documents_module, "write_split", partial(write_split, max_entries=PART))
+        tmp_path: Path) -> None:
     destination = LocalDestination(tmp_path)
     documents = tmp_path / ".resourcesync"
     save(destination, T0, range(PART + 1), 0)  # a Resource List in two parts

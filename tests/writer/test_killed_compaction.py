@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_resourcesync.protocol.model import MAX_ENTRIES, Change
+from airflow_provider_resourcesync.protocol.model import Change
 from airflow_provider_resourcesync.protocol.reader import read_document
 from airflow_provider_resourcesync.protocol.validate import has_errors, validate_source
 from airflow_provider_resourcesync.storage.base import Destination
@@ -201,8 +201,11 @@ def test_a_compacting_save_killed_before_any_write_and_made_again_keeps_the_mirr
     assert names.count("index/manifest.json") == 2, names  # the apply's, and the rebuild's
 
 
+#: The most entries in one of its documents: section 7's 50,000, made small (the mirror is
+#: written with it and read with it).
+MOST = 500
 #: A mirror whose Resource List is split in two parts (10.2), published under :data:`BASE`.
-SPLIT = MAX_ENTRIES + 10
+SPLIT = MOST + 10
 BASE = "https://mirror.example.net/data/"
 #: An object whose URI sorts before every item's but the first: a Resource List written with
 #: it moves the last entry of the first part into the second.
@@ -221,7 +224,7 @@ def add_early(destination: Destination, *, later: int = 0) -> None:
     """A run that reads every record (as a baseline does), so it compacts, and records
     :data:`EARLY` (``later`` minutes after the first time: the same run made again)."""
     clock = iter(T0 + timedelta(hours=1, minutes=later, microseconds=n) for n in range(10))
-    with MirrorState.load(destination, clock=lambda: next(clock)) as state:
+    with MirrorState.load(destination, clock=lambda: next(clock), max_entries=MOST) as state:
         assert len(state) >= SPLIT
         state.put(EARLY)
         state.save(checkpoint={"early": True})
@@ -246,7 +249,8 @@ def test_a_split_resource_list_rewritten_and_killed_between_its_parts_loses_no_r
     whole, and the run made again loses no record (the entry pushed from the first part into
     the second was lost for good when parts were rewritten in place)."""
     destination = LocalDestination(tmp_path / "mirror")
-    with MirrorState.load(destination, public_base_url=BASE, clock=lambda: T0) as state:
+    with MirrorState.load(destination, public_base_url=BASE, clock=lambda: T0,
+                          max_entries=MOST) as state:
         for n in range(SPLIT):
             state.put(item(n))
         state.save(checkpoint={})
@@ -256,7 +260,7 @@ def test_a_split_resource_list_rewritten_and_killed_between_its_parts_loses_no_r
     assert killed.exitcode == -signal.SIGKILL, killed.traceback
     assert killed.said.startswith(RESERVED_PREFIX + "resourcelist-"), killed.said
     add_early(destination, later=30)  # made again
-    with MirrorState.load(destination) as state:
+    with MirrorState.load(destination, max_entries=MOST) as state:
         held = {record.uri: record for record in state.records()}
     assert sorted(wanted.keys() - held.keys()) == []
     assert held == wanted

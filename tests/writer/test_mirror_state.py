@@ -175,12 +175,14 @@ def test_lastmod_moves_only_when_the_copy_changes(local: LocalDestination) -> No
     assert [e.lastmod for e in entries] == [first, clock.now]
 
 
-def test_sixty_thousand_records_split_and_load_back(local: LocalDestination) -> None:
-    """Past the spec's 50,000 entries a document is split (section 10.2, 12.2); what the state
-    holds in memory loading them is measured by ``benchmarks/memory.py``."""
-    count = 60_000
+def test_records_past_the_entry_limit_split_and_load_back(local: LocalDestination) -> None:
+    """Past the most entries a document holds it is split (section 7's 50,000, given as 500
+    here: ``tests/protocol/test_split.py`` holds the default to 50,000; section 10.2, 12.2);
+    what the state holds in memory loading sixty thousand is measured by
+    ``benchmarks/memory.py``."""
+    count, most = 600, 500
     clock = Clock(T0)
-    with MirrorState.load(local, clock=clock) as state:
+    with MirrorState.load(local, clock=clock, max_entries=most) as state:
         state.save(checkpoint={})  # the first save: no Change List
         for n in range(count):
             state.put(record(n))
@@ -198,10 +200,10 @@ def test_sixty_thousand_records_split_and_load_back(local: LocalDestination) -> 
         with local.open(key) as stream:
             assert not has_errors(validate_source(stream, url=key))
 
-    with MirrorState.load(local) as state:
+    with MirrorState.load(local, max_entries=most) as state:
         assert len(state) == count
         assert sum(1 for _ in state.records()) == count
-        assert state.get(record(54_321).uri) == record(54_321)
+        assert state.get(record(543).uri) == record(543)
         # shrinking back to one document drops the parts
         for n in range(10, count):
             state.remove(record(n).uri)
