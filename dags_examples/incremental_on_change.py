@@ -1,7 +1,7 @@
 """Keep a local mirror in step with a ResourceSync Source, run when the Source changes.
 
 Airflow 3.0 or later: event-driven scheduling (``AssetWatcher``) is Airflow 3's, so on Airflow 2
-this file does not import (``airflow.sdk``); use ``incremental_mirror`` (a schedule and a sensor).
+this file fails to import, saying so; use ``incremental_mirror`` (a schedule and a sensor).
 
 Connections: ``resourcesync_default`` (type ``resourcesync``), whose base URL is the Source's; the
 Capability List, and the Change List in it, are discovered from there.
