@@ -1,6 +1,6 @@
 """Every Airflow name the package uses, imported here only: Airflow 3.3 keeps them in
-``airflow.sdk``; older releases (3.0 and 3.1 for ``BaseHook`` and ``conf``, 2.11 for all of them)
-elsewhere, which ``apache-airflow-providers-common-compat`` knows. What a release lacks fails
+``airflow.sdk``; older releases (3.0 for ``BaseHook``, 3.0 and 3.1 for ``conf``, 2.11 for all of
+them) elsewhere, which ``apache-airflow-providers-common-compat`` knows. What a release lacks fails
 with the release it needs (:func:`require`)."""
 
 from __future__ import annotations
