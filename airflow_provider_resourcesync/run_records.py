@@ -8,22 +8,28 @@ from __future__ import annotations
 from datetime import datetime
 from inspect import signature
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
 from .compat import AIRFLOW_3
 
-__all__ = ["asset_events", "dag_test", "register", "states", "xcoms"]
+__all__ = ["NOW", "asset_events", "dag_test", "register", "states", "xcoms"]
 
 
-def dag_test(dag: Any, *, logical_date: datetime | None = None,
+#: ``dag_test``'s default: the run at the time it starts, as ``dag.test()`` picks it.
+NOW: Final = "now"
+
+
+def dag_test(dag: Any, *, logical_date: datetime | Literal["now"] | None = NOW,
              run_conf: dict[str, Any] | None = None) -> Any:
-    """``dag.test()`` of ``dag``, written to the metadata database first (:func:`register`), at
-    ``logical_date`` (Airflow 2 calls it ``execution_date``) if given and with ``run_conf``: the
-    finished DAG run."""
+    """``dag.test()`` of ``dag``, written to the metadata database first (:func:`register`),
+    with ``run_conf``, at ``logical_date``: a time (Airflow 2 calls it ``execution_date``),
+    :data:`NOW`, or None for a run with none, as a manual trigger makes on Airflow 3 (Airflow 2
+    needs one: now). The finished DAG run."""
     register(dag)
-    when = {} if logical_date is None else {
-        "logical_date" if AIRFLOW_3 else "execution_date": logical_date}
-    return dag.test(run_conf=run_conf, **when)
+    if logical_date == NOW or (logical_date is None and not AIRFLOW_3):
+        return dag.test(run_conf=run_conf)
+    return dag.test(run_conf=run_conf, **{
+        "logical_date" if AIRFLOW_3 else "execution_date": logical_date})
 
 
 def register(dag: Any) -> None:

@@ -37,11 +37,7 @@ def error_lines(out: str) -> list[str]:
 def run_example(name: str, logical_date: datetime | None = None) -> Any:
     """A real run of the example DAG ``name`` (parsed now), at ``logical_date``; without one, on
     Airflow 3 a run with no logical date (as a manual trigger makes), on Airflow 2 at now."""
-    dag = load_example_dag(name)
-    if logical_date is None and AIRFLOW_3:  # dag_test leaves it to dag.test(): now
-        run_records.register(dag)
-        return dag.test(logical_date=None)
-    return run_records.dag_test(dag, logical_date=logical_date)
+    return run_records.dag_test(load_example_dag(name), logical_date=logical_date)
 
 
 def run_dag(dag_id: str, make: Callable[[], Any], *, params: dict[str, Any] | None = None,
