@@ -30,17 +30,6 @@ def test_a_feature_of_a_later_release_fails_naming_both_releases() -> None:
                                  f"{airflow.__version__}")
 
 
-def test_the_event_trigger_is_made_where_airflow_has_event_driven_scheduling() -> None:
-    """Airflow 3: made; Airflow 2 (no AssetWatcher): refused, naming 3.0."""
-    from airflow_provider_resourcesync.triggers.event import ResourceSyncChangeEventTrigger
-
-    if compat.AIRFLOW_3:
-        assert ResourceSyncChangeEventTrigger(poll_interval=5).poll_interval == 5.0
-    else:
-        with pytest.raises(ConfigurationError, match=r"AssetWatcher.* needs Airflow 3\.0"):
-            ResourceSyncChangeEventTrigger(poll_interval=5)
-
-
 class _Connection:
     """A connection as Airflow before 3.3 gives it: ``extra_dejson`` only, read in a thread."""
 
